@@ -1,0 +1,124 @@
+"""The actor role: step N environments, stream them to the learner, apply its actions.
+
+An actor holds no weights and imports no TensorFlow. Each (re)connection opens
+one stream, says hello, resets its envs and then alternates: send all envs'
+newest observation, reward and end flags; receive one action per env.
+"""
+import logging
+import os
+import queue
+import random
+import threading
+import time
+from typing import Optional
+
+import gin
+import grpc
+import numpy as np
+
+from seed import codec, seed_pb2_grpc
+from seed.envs import create_envs
+
+log = logging.getLogger(__name__)
+
+# Status codes that no retry can fix: the actor's configuration is wrong.
+FATAL_CODES = (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.UNAUTHENTICATED,
+               grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.UNIMPLEMENTED)
+_END = object()
+
+
+class LearnerStream:
+    """One bidirectional stream: `exchange` sends a message and returns the answer."""
+
+    def __init__(self, channel: grpc.Channel, stop: threading.Event):
+        self._requests = queue.Queue()
+        self._call = seed_pb2_grpc.LearnerStub(channel).Stream(iter(self._requests.get, _END))
+        self._closed = threading.Event()
+        # A blocked `exchange` cannot see `stop`; cancelling the call wakes it.
+        threading.Thread(target=self._cancel_on, args=(stop,), daemon=True).start()
+
+    def _cancel_on(self, stop: threading.Event) -> None:
+        while not self._closed.wait(0.2):
+            if stop.is_set():
+                self._call.cancel()
+                return
+
+    def exchange(self, message):
+        self._requests.put(message)
+        return next(self._call)
+
+    def close(self) -> None:
+        self._closed.set()
+        self._requests.put(_END)
+        self._call.cancel()
+
+
+def _wait_for_learner(channel: grpc.Channel, stop: threading.Event, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not stop.is_set() and time.monotonic() < deadline:
+        try:
+            grpc.channel_ready_future(channel).result(timeout=1.0)
+            return True
+        except grpc.FutureTimeoutError:
+            continue
+    return False
+
+
+@gin.configurable(denylist=["learner_address", "actor_index", "stop"])
+def run_actor(learner_address: str, actor_index: int, stop: threading.Event, *, num_envs: int = 4,
+              seed: int = 0, reconnect_timeout_s: float = 300.0, max_backoff_s: float = 30.0,
+              max_message_bytes: int = 64 << 20, progress_interval_s: float = 30.0,
+              auth_token_env: str = "SEED_AUTH_TOKEN") -> int:
+    """Streams to the learner until `stop`, a fatal answer, or `reconnect_timeout_s` without it."""
+    envs = create_envs(num_envs)
+    name = f"actor_{actor_index}"
+    hello = codec.make_hello(name, num_envs, envs.spec, os.environ.get(auth_token_env, ""))
+    options = [("grpc.max_receive_message_length", max_message_bytes),
+               ("grpc.max_send_message_length", max_message_bytes)]
+    backoff_s, connection = 0.5, 0
+    with grpc.insecure_channel(learner_address, options=options) as channel:
+        while not stop.is_set():
+            if not _wait_for_learner(channel, stop, reconnect_timeout_s):
+                if stop.is_set():
+                    break
+                log.error("%s: no learner at %s for %.0f s; giving up", name, learner_address, reconnect_timeout_s)
+                return 1
+            stream = LearnerStream(channel, stop)
+            try:
+                welcome = stream.exchange(hello).welcome
+                log.info("%s: connected to %s, slots %s", name, learner_address, list(welcome.slot_ids))
+                backoff_s = 0.5
+                _stream_steps(stream, envs, seed + 7919 * actor_index + connection, stop, progress_interval_s, name)
+            except grpc.RpcError as e:
+                if stop.is_set():
+                    break
+                if e.code() in FATAL_CODES:
+                    log.error("%s: learner refused us: %s (%s)", name, e.details(), e.code().name)
+                    return 2
+                log.warning("%s: stream lost (%s: %s); reconnecting in %.1f s", name, e.code().name,
+                            e.details(), backoff_s)
+                stop.wait(backoff_s * random.uniform(0.5, 1.0))
+                backoff_s = min(2 * backoff_s, max_backoff_s)
+            finally:
+                stream.close()
+                connection += 1
+    envs.close()
+    log.info("%s: stopped", name)
+    return 0
+
+
+def _stream_steps(stream: LearnerStream, envs, seed: Optional[int], stop: threading.Event,
+                  progress_interval_s: float, name: str) -> None:
+    observations = envs.reset(seed=seed)
+    zeros = np.zeros(envs.num_envs, np.float32)
+    flags = np.zeros(envs.num_envs, bool)
+    message = codec.encode_steps(observations, zeros, flags, flags)
+    steps, last_steps, last_report = 0, 0, time.monotonic()
+    while not stop.is_set():
+        actions = codec.decode_actions(stream.exchange(message).actions, envs.num_envs)
+        message = codec.encode_steps(*envs.step(actions))
+        steps += envs.num_envs
+        if time.monotonic() - last_report >= progress_interval_s:
+            rate = (steps - last_steps) / (time.monotonic() - last_report)
+            log.info("%s: %d env steps (%.0f/s)", name, steps, rate)
+            last_steps, last_report = steps, time.monotonic()

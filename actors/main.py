@@ -1,0 +1,33 @@
+"""`seed-actor`: the actor role's command line. Imports no TensorFlow."""
+import argparse
+import os
+import sys
+
+
+def parse_args(argv):
+    from seed.gin_setup import add_gin_flags
+    parser = argparse.ArgumentParser(prog="seed-actor", description=__doc__)
+    add_gin_flags(parser)
+    parser.add_argument("--learner_address", default="127.0.0.1:8686", help="host:port of the learner")
+    parser.add_argument("--actor_index", type=int, default=0,
+                        help="this actor's number; names it and seeds its envs")
+    parser.add_argument("--logdir", default=None, help="run directory; logs go to LOGDIR/logs/actor_N.log")
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    from seed import gin_setup, process
+    stop = process.stop_on_signals()
+    if args.logdir:
+        process.setup_logging(args.logdir, f"actor_{args.actor_index}")
+    else:
+        import logging
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from actors.actor import run_actor
+    gin_setup.parse(args.gin_config, args.gin_bindings, skip=gin_setup.LEARNER_CONFIGURABLES)
+    return run_actor(args.learner_address, args.actor_index, stop)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,158 @@
+"""Dynamic batching of actor steps for one batched policy call.
+
+gRPC handler threads `submit` one actor's N env steps and wait for the
+actions. One inference thread takes requests until `max_batch_envs` env steps
+are waiting or `batch_timeout_ms` has passed since the first one arrived, so a
+run with fewer envs than the batch size is never stuck waiting for a full
+batch. An actor's envs are never split across batches.
+"""
+import concurrent.futures
+import logging
+import queue
+import threading
+import time
+from typing import Callable, List, NamedTuple
+
+import numpy as np
+
+from seed.codec import EnvStepBatch
+
+log = logging.getLogger(__name__)
+
+
+class StepRequest(NamedTuple):
+    slot_ids: np.ndarray
+    steps: EnvStepBatch
+    answer: concurrent.futures.Future
+
+
+class ReleaseRequest(NamedTuple):
+    slot_ids: np.ndarray
+
+
+class LearnerStopped(Exception):
+    """The learner is shutting down; no more actions will come."""
+
+
+# (slot_ids [B], steps for B envs) -> actions [B]
+InferenceFn = Callable[[np.ndarray, EnvStepBatch], np.ndarray]
+
+
+class InferenceBatcher:
+    def __init__(self, infer: InferenceFn, release: Callable[[np.ndarray], None],
+                 max_batch_envs: int, batch_timeout_ms: float):
+        self._infer = infer
+        self._release = release
+        self.max_batch_envs = max_batch_envs
+        self.batch_timeout_s = batch_timeout_ms / 1000.0
+        self._requests = queue.Queue()
+        self._carry = None  # a request that would have overfilled the last batch
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="inference", daemon=True)
+        self.error = None
+        self.num_batches = 0
+        self.num_batched_envs = 0
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def submit(self, slot_ids: np.ndarray, steps: EnvStepBatch) -> concurrent.futures.Future:
+        answer = concurrent.futures.Future()
+        if self._stop.is_set():
+            answer.set_exception(LearnerStopped())
+        else:
+            self._requests.put(StepRequest(slot_ids, steps, answer))
+        return answer
+
+    def release(self, slot_ids: np.ndarray) -> None:
+        """Frees slots after every step already submitted for them was answered (FIFO)."""
+        self._requests.put(ReleaseRequest(slot_ids))
+
+    def _next(self, timeout: float):
+        if self._carry is not None:
+            request, self._carry = self._carry, None
+            return request
+        return self._requests.get(timeout=timeout)
+
+    def _collect(self):
+        """Blocks for the first request, then gathers more until the size or time limit."""
+        batch: List[StepRequest] = []
+        releases: List[ReleaseRequest] = []
+        num_envs = 0
+        deadline = None
+        while num_envs < self.max_batch_envs and not self._stop.is_set():
+            timeout = 0.1 if deadline is None else deadline - time.monotonic()
+            if deadline is not None and timeout <= 0:
+                break
+            try:
+                request = self._next(timeout)
+            except queue.Empty:
+                if deadline is None:
+                    continue
+                break
+            if isinstance(request, ReleaseRequest):
+                releases.append(request)
+                continue
+            n = len(request.slot_ids)
+            if batch and num_envs + n > self.max_batch_envs:
+                self._carry = request
+                break
+            batch.append(request)
+            num_envs += n
+            if deadline is None:
+                deadline = time.monotonic() + self.batch_timeout_s
+        return batch, releases
+
+    def _loop(self) -> None:
+        try:
+            while not self._stop.is_set():
+                batch, releases = self._collect()
+                if batch:
+                    self._run(batch)
+                for release in releases:
+                    self._release(release.slot_ids)
+        except Exception as e:  # The learner's supervisor sees `error` and stops.
+            self.error = e
+            self._stop.set()
+        finally:
+            self._fail_pending()
+
+    def _run(self, batch: List[StepRequest]) -> None:
+        if len(batch) == 1:
+            slot_ids, steps = batch[0].slot_ids, batch[0].steps
+        else:
+            slot_ids = np.concatenate([r.slot_ids for r in batch])
+            steps = EnvStepBatch(*(np.concatenate(parts) for parts in zip(*(r.steps for r in batch))))
+        try:
+            actions = self._infer(slot_ids, steps)
+        except LearnerStopped as e:
+            for request in batch:
+                request.answer.set_exception(e)
+            return
+        except Exception as e:  # Answer every waiting actor, then surface the bug.
+            log.exception("inference failed")
+            for request in batch:
+                request.answer.set_exception(e)
+            raise
+        self.num_batches += 1
+        self.num_batched_envs += len(slot_ids)
+        start = 0
+        for request in batch:
+            end = start + len(request.slot_ids)
+            request.answer.set_result(actions[start:end])
+            start = end
+
+    def _fail_pending(self) -> None:
+        pending = [self._carry] if self._carry is not None else []
+        while True:
+            try:
+                pending.append(self._requests.get_nowait())
+            except queue.Empty:
+                break
+        for request in pending:
+            if isinstance(request, StepRequest):
+                request.answer.set_exception(LearnerStopped())

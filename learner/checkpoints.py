@@ -1,0 +1,51 @@
+"""Checkpoints of everything a resumed run needs: weights, optimizer slots and
+step, and the environment-frame counter.
+
+tf.train.CheckpointManager writes the new files first and then replaces the
+small `checkpoint` index file atomically (write to temp, rename), so a crash
+mid-save leaves the previous checkpoint as the latest readable one.
+"""
+import logging
+import os
+
+import tensorflow as tf
+
+log = logging.getLogger(__name__)
+
+
+class Checkpointer:
+    def __init__(self, directory: str, max_to_keep: int = 3, **trackables):
+        self.directory = directory
+        self._checkpoint = tf.train.Checkpoint(**trackables)
+        self._manager = tf.train.CheckpointManager(self._checkpoint, directory, max_to_keep=max_to_keep)
+
+    def restore_latest(self) -> bool:
+        """Restores the newest checkpoint in the directory; False if there is none."""
+        path = self._manager.latest_checkpoint
+        if path is None:
+            return False
+        self._checkpoint.restore(path).assert_existing_objects_matched()
+        log.info("restored checkpoint %s", path)
+        return True
+
+    def save(self) -> str:
+        path = self._manager.save()
+        log.info("saved checkpoint %s", path)
+        return path
+
+    @property
+    def latest(self):
+        return self._manager.latest_checkpoint
+
+
+def ensure_writable_dir(path: str) -> str:
+    try:
+        os.makedirs(path, exist_ok=True)
+        probe = os.path.join(path, ".write_probe")
+        with open(probe, "w") as f:
+            f.write("ok")
+        os.remove(probe)
+    except OSError as e:
+        raise SystemExit(f"error: run directory {path!r} is not writable ({e.strerror}); "
+                         "pick another with --logdir") from None
+    return path

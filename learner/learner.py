@@ -1,0 +1,187 @@
+"""The learner process: gRPC service, inference thread, training thread,
+checkpoints, summaries and the progress line, wired together."""
+import collections
+import logging
+import os
+import threading
+import time
+from typing import Dict, Optional
+
+import gin
+import numpy as np
+import tensorflow as tf
+
+from learner.batcher import InferenceBatcher
+from learner.checkpoints import Checkpointer
+from learner.inference import InferencePipeline
+from learner.optimizers import create_optimizer, current_learning_rate
+from learner.service import LearnerServicer, SlotAllocator, start_server
+from learner.unrolls import UnrollQueue
+from learner.vtrace_training import VTraceTrainer
+from seed import envs as seed_envs
+from seed.networks import ActorCriticNetwork
+from seed.rewards import check_reward_clipping
+
+log = logging.getLogger(__name__)
+
+
+class TrainingLoop:
+    """The training thread: batches from the unroll queue, updates, frame budget, periodic checkpoints."""
+
+    def __init__(self, trainer: VTraceTrainer, unroll_queue: UnrollQueue, checkpointer: Checkpointer,
+                 frames: tf.Variable, frames_per_batch: int, total_frames: int, batch_size: int,
+                 checkpoint_interval_s: float, stop: threading.Event):
+        self.trainer, self.queue, self.checkpointer = trainer, unroll_queue, checkpointer
+        self.frames, self.frames_per_batch, self.total_frames = frames, frames_per_batch, total_frames
+        self.batch_size, self.checkpoint_interval_s, self.stop = batch_size, checkpoint_interval_s, stop
+        self.budget_reached = threading.Event()
+        self.last_metrics: Dict[str, float] = {}
+        self.num_updates = 0
+        self.num_skipped_updates = 0
+        self.error: Optional[BaseException] = None
+        self.thread = threading.Thread(target=self._run, name="training", daemon=True)
+
+    def _run(self) -> None:
+        last_save = time.monotonic()
+        try:
+            while not self.stop.is_set() and int(self.frames.numpy()) < self.total_frames:
+                batch = self.queue.get_batch(self.batch_size, self.stop)
+                if batch is None:
+                    break
+                metrics = self.trainer.update(batch)
+                if not metrics.pop("update_applied"):
+                    self.num_skipped_updates += 1
+                    log.warning("skipped an update with a non-finite loss or gradient (%d so far)",
+                                self.num_skipped_updates)
+                    continue
+                self.frames.assign_add(self.frames_per_batch)
+                self.num_updates += 1
+                self.last_metrics = metrics
+                if time.monotonic() - last_save >= self.checkpoint_interval_s:
+                    self.checkpointer.save()
+                    last_save = time.monotonic()
+            if int(self.frames.numpy()) >= self.total_frames:
+                self.budget_reached.set()
+        except Exception as e:  # The supervisor reports it and stops the learner.
+            log.exception("training failed")
+            self.error = e
+
+
+class Progress:
+    """The progress line and TensorBoard scalars, written every `interval_s`."""
+
+    def __init__(self, summary_dir: str, pipeline: InferencePipeline, batcher: InferenceBatcher,
+                 training: TrainingLoop, unroll_queue: UnrollQueue, optimizer, frames_per_step: int):
+        self.writer = tf.summary.create_file_writer(summary_dir)
+        self.pipeline, self.batcher, self.training = pipeline, batcher, training
+        self.queue, self.optimizer, self.frames_per_step = unroll_queue, optimizer, frames_per_step
+        self.returns = collections.deque(maxlen=100)
+        self.num_episodes = 0
+        self._last = (time.monotonic(), int(training.frames.numpy()), 0, 0)
+
+    def report(self) -> str:
+        now, frames = time.monotonic(), int(self.training.frames.numpy())
+        last_time, last_frames, last_batches, last_envs = self._last
+        batches, batched = self.batcher.num_batches, self.batcher.num_batched_envs
+        fps = (frames - last_frames) / max(now - last_time, 1e-9)
+        mean_batch = (batched - last_envs) / max(batches - last_batches, 1)
+        self._last = (now, frames, batches, batched)
+        metrics = dict(self.training.last_metrics)
+        with self.writer.as_default(step=frames):
+            while self.pipeline.finished_episodes:
+                episode = self.pipeline.finished_episodes.popleft()
+                self.num_episodes += 1
+                self.returns.append(episode.raw_return)
+                tf.summary.scalar("episode/raw_return", episode.raw_return)
+                tf.summary.scalar("episode/clipped_return", episode.clipped_return)
+                tf.summary.scalar("episode/length_frames", episode.length * self.frames_per_step)
+            for name, value in metrics.items():
+                tf.summary.scalar(name, value)
+            tf.summary.scalar("learning_rate", current_learning_rate(self.optimizer))
+            tf.summary.scalar("frames_per_second", fps)
+            tf.summary.scalar("inference/mean_batch_size", mean_batch)
+            tf.summary.scalar("unroll_queue/depth", len(self.queue))
+        self.writer.flush()
+        mean_return = f"{np.mean(self.returns):.1f}" if self.returns else "n/a"
+        losses = (f"loss pg {metrics['loss/policy']:+.3f} baseline {metrics['loss/baseline']:.3f} "
+                  f"entropy {metrics['loss/entropy']:.3f}" if metrics else "loss n/a (filling queue)")
+        return (f"frames {frames:,} ({fps:,.0f}/s) | episodes {self.num_episodes} | "
+                f"return(last {len(self.returns)}) {mean_return} | {losses} | "
+                f"inference batch {mean_batch:.1f} | queue {len(self.queue)}/{self.queue.capacity}")
+
+
+@gin.configurable(denylist=["logdir", "address", "stop"])
+def run_learner(logdir: str, address: str, stop: threading.Event, *,
+                inference_batch_size: int = 16, batch_timeout_ms: float = 10.0, unroll_length: int = 20,
+                batch_size: int = 32, unroll_queue_capacity: int = 64, num_stacked_frames: int = 4,
+                reward_clipping: str = "abs_one", total_environment_frames: int = 200_000_000,
+                max_env_slots: int = 256, max_actors: int = 64, max_message_bytes: int = 64 << 20,
+                checkpoint_interval_s: float = 600.0, progress_interval_s: float = 5.0,
+                auth_token_env: str = "SEED_AUTH_TOKEN", seed: Optional[int] = None) -> int:
+    """Serves actors and trains until the frame budget or `stop`; returns a process exit code."""
+    check_reward_clipping(reward_clipping)
+    if seed is not None:
+        tf.random.set_seed(seed)
+    spec = seed_envs.env_spec()
+    log.info("env: %s, %d frames per agent step", spec.describe(), spec.frames_per_step)
+    frames_per_batch = batch_size * unroll_length * spec.frames_per_step
+    agent = ActorCriticNetwork(spec.num_actions, (*spec.observation_shape, num_stacked_frames),
+                               spec.observation_dtype)
+    optimizer = create_optimizer(num_training_steps=total_environment_frames // frames_per_batch)
+    trainer = VTraceTrainer(agent, optimizer)
+    frames = tf.Variable(0, dtype=tf.int64, name="environment_frames")
+    checkpointer = Checkpointer(os.path.join(logdir, "checkpoints"), agent=agent, optimizer=optimizer,
+                                environment_frames=frames)
+    if checkpointer.restore_latest():
+        log.info("resuming at %d environment frames, %d updates", int(frames.numpy()),
+                 int(optimizer.iterations.numpy()))
+
+    unroll_queue = UnrollQueue(unroll_queue_capacity)
+    pipeline = InferencePipeline(agent, spec, max_slots=max_env_slots, num_stacked_frames=num_stacked_frames,
+                                 unroll_length=unroll_length, reward_clipping=reward_clipping,
+                                 unroll_queue=unroll_queue, stop=stop)
+    slots = SlotAllocator(max_env_slots)
+
+    def release(slot_ids):
+        pipeline.release(slot_ids)
+        slots.free(slot_ids)
+
+    batcher = InferenceBatcher(pipeline, release, inference_batch_size, batch_timeout_ms)
+    training = TrainingLoop(trainer, unroll_queue, checkpointer, frames, frames_per_batch,
+                            total_environment_frames, batch_size, checkpoint_interval_s, stop)
+    progress = Progress(os.path.join(logdir, "summaries"), pipeline, batcher, training, unroll_queue,
+                        optimizer, spec.frames_per_step)
+    servicer = LearnerServicer(spec, batcher, slots, os.environ.get(auth_token_env, ""))
+    from seed.gin_setup import save_operative_config
+    save_operative_config(logdir, "learner")
+
+    batcher.start()
+    server = start_server(servicer, address, max_actors, max_message_bytes)
+    log.info("learner listening on %s (port %d)", address, server.seed_port)
+    training.thread.start()
+    return _supervise(stop, progress_interval_s, progress, training, batcher, server, checkpointer)
+
+
+def _supervise(stop, progress_interval_s, progress, training, batcher, server, checkpointer) -> int:
+    """Main thread: progress line until the budget, a signal or a failure; then an orderly stop."""
+    exit_code = 0
+    next_report = time.monotonic() + progress_interval_s
+    while not stop.is_set():
+        stop.wait(0.2)
+        if training.budget_reached.is_set():
+            log.info("reached the frame budget")
+            break
+        if training.error is not None or batcher.error is not None:
+            log.error("stopping: %s", training.error or batcher.error)
+            exit_code = 1
+            break
+        if time.monotonic() >= next_report:
+            print(progress.report(), flush=True)
+            next_report += progress_interval_s
+    stop.set()
+    training.thread.join()
+    batcher.stop()
+    server.stop(grace=1.0).wait()
+    print(progress.report(), flush=True)
+    checkpointer.save()
+    return exit_code

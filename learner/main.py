@@ -1,0 +1,37 @@
+"""`seed-learner`: the learner role's command line."""
+import argparse
+import os
+import sys
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
+def parse_args(argv):
+    from seed.gin_setup import add_gin_flags
+    parser = argparse.ArgumentParser(prog="seed-learner", description=__doc__)
+    add_gin_flags(parser)
+    parser.add_argument("--logdir", default=None,
+                        help="run directory for checkpoints, summaries, logs and the operative config; "
+                             "an existing one is resumed (default: runs/learner_<timestamp>)")
+    parser.add_argument("--address", default="127.0.0.1:8686",
+                        help="host:port to listen on (default loopback only; 0.0.0.0:PORT to serve "
+                             "actors on other machines)")
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    from seed import gin_setup, process
+    from learner.checkpoints import ensure_writable_dir
+    logdir = ensure_writable_dir(args.logdir or os.path.join("runs", time.strftime("learner_%Y%m%d_%H%M%S")))
+    stop = process.stop_on_signals()
+    process.setup_logging(logdir, "learner")
+    import actors.actor  # noqa: F401  registers the actor's configurables so every binding is checked
+    from learner.learner import run_learner
+    gin_setup.parse(args.gin_config, args.gin_bindings)
+    return run_learner(logdir, args.address, stop)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,32 @@
+"""Optimizer and learning-rate schedule, both set from gin."""
+import gin
+import keras
+
+OPTIMIZERS = ("adam", "rmsprop")
+LR_DECAYS = ("none", "linear", "polynomial")
+
+
+@gin.configurable
+def create_optimizer(num_training_steps: int, kind: str = "adam", learning_rate: float = 6e-4,
+                     lr_decay: str = "linear", lr_decay_power: float = 2.0, final_learning_rate: float = 0.0,
+                     epsilon: float = 1e-8, rmsprop_rho: float = 0.99, rmsprop_momentum: float = 0.0):
+    """Adam or RMSProp; the learning rate decays to `final_learning_rate` over the run's
+    training steps (`linear`, or `polynomial` with `lr_decay_power`) or stays (`none`)."""
+    if lr_decay not in LR_DECAYS:
+        raise ValueError(f"unknown lr_decay {lr_decay!r}; use one of {LR_DECAYS}")
+    if lr_decay == "none":
+        schedule = learning_rate
+    else:
+        schedule = keras.optimizers.schedules.PolynomialDecay(
+            learning_rate, max(1, num_training_steps), final_learning_rate,
+            power=1.0 if lr_decay == "linear" else lr_decay_power)
+    if kind == "adam":
+        return keras.optimizers.Adam(schedule, epsilon=epsilon)
+    if kind == "rmsprop":
+        return keras.optimizers.RMSprop(schedule, rho=rmsprop_rho, momentum=rmsprop_momentum, epsilon=epsilon)
+    raise ValueError(f"unknown optimizer {kind!r}; use one of {OPTIMIZERS}")
+
+
+def current_learning_rate(optimizer) -> float:
+    lr = optimizer.learning_rate
+    return float(lr(optimizer.iterations) if callable(lr) else lr)

@@ -1,0 +1,130 @@
+"""The gRPC side of the learner: one bidirectional stream per actor.
+
+Handler threads only validate, decode, hand steps to the batcher and wait for
+the actions. A misbehaving actor gets a gRPC status that names the problem; it
+never takes the learner or the other actors down.
+"""
+import hmac
+import logging
+import threading
+from typing import Callable, List, Optional
+
+import grpc
+import numpy as np
+
+from learner.batcher import InferenceBatcher, LearnerStopped
+from seed import codec, seed_pb2, seed_pb2_grpc
+from seed.specs import EnvSpec
+
+log = logging.getLogger(__name__)
+
+
+class SlotAllocator:
+    """Hands out env slot ids; freed ids are reused lowest first."""
+
+    def __init__(self, max_slots: int):
+        self.max_slots = max_slots
+        self._free = list(range(max_slots - 1, -1, -1))
+        self._lock = threading.Lock()
+
+    def allocate(self, n: int) -> Optional[np.ndarray]:
+        with self._lock:
+            if n > len(self._free):
+                return None
+            ids = [self._free.pop() for _ in range(n)]
+        return np.asarray(ids, np.int64)
+
+    def free(self, slot_ids: np.ndarray) -> None:
+        with self._lock:
+            self._free.extend(int(i) for i in slot_ids)
+            self._free.sort(reverse=True)
+
+    @property
+    def num_free(self) -> int:
+        return len(self._free)
+
+
+class LearnerServicer(seed_pb2_grpc.LearnerServicer):
+    def __init__(self, spec: EnvSpec, batcher: InferenceBatcher, slots: SlotAllocator, auth_token: str = ""):
+        self._spec = spec
+        self._batcher = batcher
+        self._slots = slots
+        self._auth_token = auth_token.encode()
+        self.num_connected_actors = 0
+        self.num_rejected_streams = 0
+        self._lock = threading.Lock()
+
+    def _reject(self, context, code: grpc.StatusCode, message: str):
+        with self._lock:
+            self.num_rejected_streams += 1
+        log.warning("rejected actor %s: %s", context.peer(), message)
+        context.abort(code, message)
+
+    def _welcome(self, request_iterator, context):
+        first = next(request_iterator, None)
+        if first is None:
+            return None
+        if first.WhichOneof("kind") != "hello":
+            self._reject(context, grpc.StatusCode.INVALID_ARGUMENT,
+                         "the first message on a stream must be a Hello")
+        hello = first.hello
+        if self._auth_token and not hmac.compare_digest(hello.auth_token.encode(), self._auth_token):
+            self._reject(context, grpc.StatusCode.UNAUTHENTICATED, "wrong or missing auth token")
+        mismatch = codec.spec_mismatch(hello, self._spec)
+        if mismatch:
+            self._reject(context, grpc.StatusCode.INVALID_ARGUMENT, mismatch)
+        slot_ids = self._slots.allocate(hello.num_envs)
+        if slot_ids is None:
+            self._reject(context, grpc.StatusCode.RESOURCE_EXHAUSTED,
+                         f"no room for {hello.num_envs} more envs ({self._slots.num_free} of "
+                         f"{self._slots.max_slots} slots free); raise run_learner.max_env_slots")
+        return hello, slot_ids
+
+    def Stream(self, request_iterator, context):
+        welcomed = self._welcome(request_iterator, context)
+        if welcomed is None:
+            return
+        hello, slot_ids = welcomed
+        with self._lock:
+            self.num_connected_actors += 1
+        log.info("actor %r connected from %s with %d envs (slots %d..%d)", hello.actor_name, context.peer(),
+                 hello.num_envs, slot_ids[0], slot_ids[-1])
+        try:
+            yield seed_pb2.LearnerMessage(welcome=seed_pb2.Welcome(slot_ids=slot_ids.tolist()))
+            for message in request_iterator:
+                if message.WhichOneof("kind") != "steps":
+                    context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                                  "a Hello may only open a stream; later messages must be EnvSteps")
+                try:
+                    steps = codec.decode_steps(message.steps, self._spec, hello.num_envs)
+                except codec.ProtocolError as e:
+                    context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
+                try:
+                    actions = self._batcher.submit(slot_ids, steps).result()
+                except LearnerStopped:
+                    context.abort(grpc.StatusCode.UNAVAILABLE, "the learner is shutting down")
+                yield codec.encode_actions(actions)
+        finally:
+            with self._lock:
+                self.num_connected_actors -= 1
+            self._batcher.release(slot_ids)
+            log.info("actor %r disconnected", hello.actor_name)
+
+
+def start_server(servicer: LearnerServicer, address: str, max_actors: int, max_message_bytes: int) -> grpc.Server:
+    """Binds `address` (host:port; port 0 picks a free one) and returns the started server."""
+    from concurrent import futures
+    # Each open stream holds one handler thread for its whole life.
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=max_actors + 2, thread_name_prefix="grpc"),
+        maximum_concurrent_rpcs=max_actors,
+        options=[("grpc.max_receive_message_length", max_message_bytes),
+                 ("grpc.max_send_message_length", max_message_bytes),
+                 ("grpc.so_reuseport", 0)])
+    seed_pb2_grpc.add_LearnerServicer_to_server(servicer, server)
+    port = server.add_insecure_port(address)
+    if port == 0:
+        raise OSError(f"cannot listen on {address}: address in use or not available here")
+    server.seed_port = port
+    server.start()
+    return server

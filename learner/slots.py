@@ -1,0 +1,76 @@
+"""Per-env-slot state the learner keeps between an actor's steps.
+
+Every table is indexed by slot id and updated with index arrays, so the cost
+per batch does not grow with Python work per env. A slot's previous `done`
+flag tells whether its current step is the first of an episode: with
+next-step autoreset that step carries the reset observation, and the frame
+stack, recurrent state and previous action start afresh there.
+"""
+from typing import List, NamedTuple, Tuple
+
+import numpy as np
+
+from seed.codec import EnvStepBatch
+from seed.rewards import clip_rewards
+
+
+class StepInputs(NamedTuple):
+    """What the policy sees for a batch of slots at one step."""
+    first: np.ndarray  # [B] bool
+    observation: np.ndarray  # [B, *obs_shape, K] stacked frames
+    reward: np.ndarray  # [B] float32, clipped
+    prev_action: np.ndarray  # [B] int32
+    core_state: np.ndarray  # [B, S] float32
+
+
+class FinishedEpisode(NamedTuple):
+    raw_return: float
+    clipped_return: float
+    length: int  # agent steps
+
+
+class SlotTable:
+    def __init__(self, max_slots: int, observation_shape: Tuple[int, ...], observation_dtype: str,
+                 num_stacked_frames: int, state_size: int, reward_clipping: str):
+        self.frames = np.zeros((max_slots, *observation_shape, num_stacked_frames), observation_dtype)
+        self.core_state = np.zeros((max_slots, state_size), np.float32)
+        self.prev_action = np.zeros(max_slots, np.int32)
+        self.prev_done = np.ones(max_slots, bool)  # a fresh slot starts an episode
+        self.raw_return = np.zeros(max_slots, np.float64)
+        self.clipped_return = np.zeros(max_slots, np.float64)
+        self.episode_length = np.zeros(max_slots, np.int64)
+        self._reward_clipping = reward_clipping
+
+    def observe(self, slot_ids: np.ndarray, steps: EnvStepBatch) -> Tuple[StepInputs, List[FinishedEpisode]]:
+        """Takes one step for each slot; returns the policy's inputs and the episodes that ended."""
+        first = self.prev_done[slot_ids]
+        frames = self.frames[slot_ids]
+        frames[first] = 0
+        frames[..., :-1] = frames[..., 1:]
+        frames[..., -1] = steps.observations
+        self.frames[slot_ids] = frames
+
+        reward = clip_rewards(steps.rewards, self._reward_clipping)
+        not_first = ~first
+        raw_return = self.raw_return[slot_ids] * not_first + steps.rewards
+        clipped_return = self.clipped_return[slot_ids] * not_first + reward
+        length = self.episode_length[slot_ids] * not_first + not_first
+        self.raw_return[slot_ids], self.clipped_return[slot_ids] = raw_return, clipped_return
+        self.episode_length[slot_ids] = length
+        done = steps.terminated | steps.truncated
+        finished = [FinishedEpisode(float(r), float(c), int(n))
+                    for r, c, n in zip(raw_return[done], clipped_return[done], length[done])]
+
+        inputs = StepInputs(first, frames, reward, self.prev_action[slot_ids], self.core_state[slot_ids])
+        self.prev_done[slot_ids] = done
+        return inputs, finished
+
+    def act(self, slot_ids: np.ndarray, actions: np.ndarray, core_state: np.ndarray) -> None:
+        self.prev_action[slot_ids] = actions
+        self.core_state[slot_ids] = core_state
+
+    def reset(self, slot_ids: np.ndarray) -> None:
+        """Forgets everything about these slots (their actor left)."""
+        self.prev_done[slot_ids] = True
+        self.core_state[slot_ids] = 0
+        self.prev_action[slot_ids] = 0

@@ -1,0 +1,92 @@
+"""Unroll assembly and the bounded queue between inference and training.
+
+Each slot fills rows of preallocated [max_slots, T+1, ...] buffers. When a
+slot has T+1 steps its unroll is copied out and its last step becomes the next
+unroll's first, so consecutive unrolls share one step and no transition is
+lost. All updates are index-array operations over the batch's slots.
+"""
+import collections
+import threading
+from typing import Dict, Optional, Tuple
+
+import numpy as np
+
+Unrolls = Dict[str, np.ndarray]  # name -> [n, T+1, ...]
+
+
+class UnrollStore:
+    def __init__(self, max_slots: int, unroll_length: int, fields: Dict[str, Tuple[Tuple[int, ...], str]]):
+        self.unroll_length = unroll_length
+        self._buffers = {name: np.zeros((max_slots, unroll_length + 1, *shape), dtype)
+                         for name, (shape, dtype) in fields.items()}
+        self._num_steps = np.zeros(max_slots, np.int64)
+
+    def append(self, slot_ids: np.ndarray, step: Dict[str, np.ndarray]) -> Optional[Unrolls]:
+        """Adds one step per slot; returns the unrolls that became complete, if any."""
+        positions = self._num_steps[slot_ids]
+        for name, buffer in self._buffers.items():
+            buffer[slot_ids, positions] = step[name]
+        positions = positions + 1
+        complete = positions == self.unroll_length + 1
+        positions[complete] = 1
+        self._num_steps[slot_ids] = positions
+        if not complete.any():
+            return None
+        done_slots = slot_ids[complete]
+        unrolls = {name: buffer[done_slots] for name, buffer in self._buffers.items()}
+        for buffer in self._buffers.values():
+            buffer[done_slots, 0] = buffer[done_slots, -1]
+        return unrolls
+
+    def reset(self, slot_ids: np.ndarray) -> None:
+        """Drops these slots' partial unrolls."""
+        self._num_steps[slot_ids] = 0
+
+
+class UnrollQueue:
+    """Bounded FIFO of unrolls. `put` blocks while full: that back-pressure keeps
+    inference (and so the actors) at most `capacity` unrolls ahead of training,
+    which bounds the policy lag."""
+
+    def __init__(self, capacity: int):
+        self.capacity = capacity
+        self._groups = collections.deque()
+        self._size = 0
+        self._cond = threading.Condition()
+
+    def __len__(self) -> int:
+        return self._size
+
+    def put(self, unrolls: Unrolls, stop: threading.Event) -> bool:
+        """Blocks while full; returns False if `stop` was set first."""
+        n = len(next(iter(unrolls.values())))
+        with self._cond:
+            while self._size >= self.capacity:
+                if stop.is_set():
+                    return False
+                self._cond.wait(0.1)
+            self._groups.append(unrolls)
+            self._size += n
+            self._cond.notify_all()
+        return True
+
+    def get_batch(self, batch_size: int, stop: threading.Event) -> Optional[Unrolls]:
+        """Waits for `batch_size` unrolls; returns them stacked [batch, T+1, ...], or None on stop."""
+        with self._cond:
+            while self._size < batch_size:
+                if stop.is_set():
+                    return None
+                self._cond.wait(0.1)
+            parts, needed = [], batch_size
+            while needed:
+                group = self._groups.popleft()
+                n = len(next(iter(group.values())))
+                if n > needed:
+                    self._groups.appendleft({k: v[needed:] for k, v in group.items()})
+                    group = {k: v[:needed] for k, v in group.items()}
+                    n = needed
+                parts.append(group)
+                needed -= n
+            self._size -= batch_size
+            self._cond.notify_all()
+        return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}

@@ -1,0 +1,82 @@
+"""One V-trace (IMPALA) update: from a batch of unrolls to new weights."""
+from typing import Dict
+
+import gin
+import numpy as np
+import tensorflow as tf
+
+from seed import vtrace
+from seed.networks import ActorCriticNetwork, EnvOutput
+
+
+@gin.configurable
+class VTraceLoss:
+    """IMPALA's loss: policy gradient with V-trace advantages, baseline and entropy terms."""
+
+    def __init__(self, discount: float = 0.99, lambda_: float = 1.0, clip_rho_threshold: float = 1.0,
+                 clip_c_threshold: float = 1.0, clip_pg_rho_threshold: float = 1.0,
+                 baseline_cost: float = 0.5, entropy_cost: float = 0.01):
+        self.discount = discount
+        self.lambda_ = lambda_
+        self.clip_rho_threshold = clip_rho_threshold
+        self.clip_c_threshold = clip_c_threshold
+        self.clip_pg_rho_threshold = clip_pg_rho_threshold
+        self.baseline_cost = baseline_cost
+        self.entropy_cost = entropy_cost
+
+    def __call__(self, agent: ActorCriticNetwork, unrolls: Dict[str, tf.Tensor]):
+        """`unrolls` holds time-major [T+1, B, ...] tensors; returns (total loss, metrics)."""
+        outputs = agent.unroll(unrolls["prev_action"],
+                               EnvOutput(unrolls["reward"], unrolls["first"], unrolls["observation"]),
+                               unrolls["core_state"][0])
+        logits = outputs.policy_logits[:-1]
+        values = outputs.baseline[:-1]
+        actions = unrolls["action"][:-1]
+        target_log_probs = -tf.nn.sparse_softmax_cross_entropy_with_logits(labels=actions, logits=logits)
+        behaviour_log_probs = -tf.nn.sparse_softmax_cross_entropy_with_logits(
+            labels=actions, logits=unrolls["behaviour_logits"][:-1])
+        done = tf.cast(unrolls["terminated"] | unrolls["truncated"], tf.float32)
+        valid = 1.0 - done[:-1]
+        discounts = self.discount * (1.0 - tf.cast(unrolls["terminated"][1:], tf.float32))
+        returns = vtrace.vtrace_returns(
+            target_log_probs - behaviour_log_probs, discounts, unrolls["reward"][1:], values,
+            outputs.baseline[-1], valid, self.clip_rho_threshold, self.clip_c_threshold,
+            self.clip_pg_rho_threshold, self.lambda_)
+        pg_loss = vtrace.policy_gradient_loss(logits, actions, returns.pg_advantages, valid)
+        baseline_loss = vtrace.baseline_loss(returns.vs, values, valid)
+        entropy_loss = vtrace.entropy_loss(logits, valid)
+        total = pg_loss + self.baseline_cost * baseline_loss + self.entropy_cost * entropy_loss
+        return total, {"loss/total": total, "loss/policy": pg_loss, "loss/baseline": baseline_loss,
+                       "loss/entropy": entropy_loss}
+
+
+@gin.configurable
+class VTraceTrainer:
+    """Owns the update's tf.function; the agent's variables are the ones inference reads."""
+
+    def __init__(self, agent: ActorCriticNetwork, optimizer, loss: VTraceLoss = None,
+                 max_gradient_norm: float = 40.0):
+        self.agent = agent
+        self.optimizer = optimizer
+        self.loss = loss or VTraceLoss()
+        self.max_gradient_norm = max_gradient_norm
+        optimizer.build(agent.trainable_variables)  # create slots now so checkpoints restore them
+        self._update = tf.function(self._update_impl)
+
+    def _update_impl(self, unrolls):
+        variables = self.agent.trainable_variables
+        with tf.GradientTape() as tape:
+            total, metrics = self.loss(self.agent, unrolls)
+        gradients = tape.gradient(total, variables)
+        gradients, norm = tf.clip_by_global_norm(gradients, self.max_gradient_norm)
+        finite = tf.math.is_finite(total) & tf.math.is_finite(norm)
+        if finite:
+            self.optimizer.apply_gradients(zip(gradients, variables))
+        metrics["gradient_norm"] = norm
+        metrics["update_applied"] = finite
+        return metrics
+
+    def update(self, batch: Dict[str, np.ndarray]) -> Dict[str, float]:
+        """`batch` holds batch-major [B, T+1, ...] unrolls as the queue returns them."""
+        time_major = {k: np.swapaxes(v, 0, 1) for k, v in batch.items()}
+        return {k: v.numpy() for k, v in self._update(time_major).items()}

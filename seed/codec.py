@@ -1,0 +1,93 @@
+"""numpy <-> protobuf for the actor/learner stream.
+
+All arrays travel as raw little-endian bytes whose shapes follow from the
+Hello, so decoding is `np.frombuffer` over the message's bytes (no copy) after
+checking the byte counts. Every malformed input raises `ProtocolError` with a
+message that names the field and what was expected.
+"""
+from typing import NamedTuple
+
+import numpy as np
+
+from seed import seed_pb2
+from seed.specs import EnvSpec
+
+ACTION_DTYPE = np.dtype("<i4")
+REWARD_DTYPE = np.dtype("<f4")
+FLAG_DTYPE = np.dtype("u1")
+
+
+class ProtocolError(ValueError):
+    """A message that does not follow the protocol."""
+
+
+class EnvStepBatch(NamedTuple):
+    """One actor's N envs at one step. Arrays are read-only views."""
+    observations: np.ndarray  # [N, *observation_shape]
+    rewards: np.ndarray  # [N] float32, raw
+    terminated: np.ndarray  # [N] bool
+    truncated: np.ndarray  # [N] bool
+
+
+def make_hello(actor_name: str, num_envs: int, spec: EnvSpec, auth_token: str = "") -> seed_pb2.ActorMessage:
+    return seed_pb2.ActorMessage(hello=seed_pb2.Hello(
+        actor_name=actor_name, num_envs=num_envs,
+        observation_shape=list(spec.observation_shape),
+        observation_dtype=spec.observation_dtype,
+        num_actions=spec.num_actions, auth_token=auth_token))
+
+
+def spec_mismatch(hello: seed_pb2.Hello, spec: EnvSpec) -> str:
+    """Returns '' when the actor's env matches the learner's, else what differs."""
+    problems = []
+    if tuple(hello.observation_shape) != tuple(spec.observation_shape):
+        problems.append(f"observation shape {tuple(hello.observation_shape)} != learner's "
+                        f"{tuple(spec.observation_shape)}")
+    if hello.observation_dtype != spec.observation_dtype:
+        problems.append(f"observation dtype {hello.observation_dtype!r} != learner's "
+                        f"{spec.observation_dtype!r}")
+    if hello.num_actions != spec.num_actions:
+        problems.append(f"{hello.num_actions} actions != learner's {spec.num_actions}")
+    if hello.num_envs <= 0:
+        problems.append(f"num_envs must be positive, got {hello.num_envs}")
+    if not problems:
+        return ""
+    return ("actor env does not match the learner's: " + "; ".join(problems) +
+            ". Start actor and learner with the same --gin_config and env bindings.")
+
+
+def encode_steps(observations: np.ndarray, rewards: np.ndarray, terminated: np.ndarray,
+                 truncated: np.ndarray) -> seed_pb2.ActorMessage:
+    return seed_pb2.ActorMessage(steps=seed_pb2.EnvSteps(
+        observations=np.ascontiguousarray(observations).tobytes(),
+        rewards=np.asarray(rewards, REWARD_DTYPE).tobytes(),
+        terminated=np.asarray(terminated, FLAG_DTYPE).tobytes(),
+        truncated=np.asarray(truncated, FLAG_DTYPE).tobytes()))
+
+
+def _field(data: bytes, dtype: np.dtype, shape, name: str) -> np.ndarray:
+    expected = int(np.prod(shape)) * dtype.itemsize
+    if len(data) != expected:
+        raise ProtocolError(f"{name}: got {len(data)} bytes, expected {expected} "
+                            f"({'x'.join(map(str, shape))} {dtype.name})")
+    return np.frombuffer(data, dtype).reshape(shape)
+
+
+def decode_steps(steps: seed_pb2.EnvSteps, spec: EnvSpec, num_envs: int) -> EnvStepBatch:
+    observations = _field(steps.observations, np.dtype(spec.observation_dtype),
+                          (num_envs, *spec.observation_shape), "observations")
+    rewards = _field(steps.rewards, REWARD_DTYPE, (num_envs,), "rewards")
+    if not np.isfinite(rewards).all():
+        raise ProtocolError("rewards: non-finite value (NaN or inf) from the environment")
+    terminated = _field(steps.terminated, FLAG_DTYPE, (num_envs,), "terminated")
+    truncated = _field(steps.truncated, FLAG_DTYPE, (num_envs,), "truncated")
+    return EnvStepBatch(observations, rewards, terminated.astype(bool), truncated.astype(bool))
+
+
+def encode_actions(actions: np.ndarray) -> seed_pb2.LearnerMessage:
+    return seed_pb2.LearnerMessage(
+        actions=seed_pb2.Actions(actions=np.asarray(actions, ACTION_DTYPE).tobytes()))
+
+
+def decode_actions(message: seed_pb2.Actions, num_envs: int) -> np.ndarray:
+    return _field(message.actions, ACTION_DTYPE, (num_envs,), "actions")

@@ -1,0 +1,150 @@
+"""Policy/value networks for the learner: torsos, an optional LSTM core, heads.
+
+One call signature for every agent: `agent(prev_actions, env_outputs, core_state)`
+on one step ([B, ...] tensors), and `agent.unroll(...)` on a time-major unroll
+([T, B, ...]) that resets the core state where `env_outputs.first` is set.
+Observations arrive stacked by the learner: [*observation_shape, num_stacked].
+"""
+from typing import NamedTuple, Sequence
+
+import gin
+import keras
+import tensorflow as tf
+
+
+class EnvOutput(NamedTuple):
+    reward: tf.Tensor  # clipped reward of the previous action, [B] or [T, B]
+    first: tf.Tensor  # bool: first step of an episode (state and prev action reset)
+    observation: tf.Tensor  # stacked frames
+
+
+class AgentOutput(NamedTuple):
+    policy_logits: tf.Tensor
+    baseline: tf.Tensor
+
+
+def nature_cnn() -> keras.Sequential:
+    """Mnih et al. 2015: three convolutions and a 512-unit layer."""
+    return keras.Sequential([
+        keras.layers.Conv2D(32, 8, strides=4, activation="relu"),
+        keras.layers.Conv2D(64, 4, strides=2, activation="relu"),
+        keras.layers.Conv2D(64, 3, strides=1, activation="relu"),
+        keras.layers.Flatten(),
+        keras.layers.Dense(512, activation="relu"),
+    ], name="nature_cnn")
+
+
+class _ResidualBlock(keras.layers.Layer):
+    def __init__(self, channels: int, **kwargs):
+        super().__init__(**kwargs)
+        self.conv1 = keras.layers.Conv2D(channels, 3, padding="same")
+        self.conv2 = keras.layers.Conv2D(channels, 3, padding="same")
+
+    def call(self, x):
+        return x + self.conv2(tf.nn.relu(self.conv1(tf.nn.relu(x))))
+
+
+def impala_resnet(channels: Sequence[int] = (16, 32, 32)) -> keras.Sequential:
+    """IMPALA's deep torso: per stack a conv, a max-pool and two residual blocks (15 convs)."""
+    layers = []
+    for c in channels:
+        layers += [keras.layers.Conv2D(c, 3, padding="same"),
+                   keras.layers.MaxPooling2D(3, strides=2, padding="same"),
+                   _ResidualBlock(c), _ResidualBlock(c)]
+    layers += [keras.layers.ReLU(), keras.layers.Flatten(), keras.layers.Dense(256, activation="relu")]
+    return keras.Sequential(layers, name="impala_resnet")
+
+
+def mlp(hidden_sizes: Sequence[int] = (64, 64)) -> keras.Sequential:
+    return keras.Sequential([keras.layers.Flatten()] +
+                            [keras.layers.Dense(h, activation="tanh") for h in hidden_sizes], name="mlp")
+
+
+TORSOS = {"nature_cnn": nature_cnn, "impala_resnet": impala_resnet, "mlp": mlp}
+
+
+@gin.configurable
+class ActorCriticNetwork(tf.Module):
+    """Torso -> [LSTM fed with previous action and reward] -> policy logits and baseline."""
+
+    def __init__(self, num_actions: int, observation_shape: Sequence[int], observation_dtype: str,
+                 torso: str = "nature_cnn", lstm_units: int = 0, mlp_hidden_sizes: Sequence[int] = (64, 64)):
+        super().__init__(name="actor_critic")
+        if torso not in TORSOS:
+            raise ValueError(f"unknown torso {torso!r}; use one of {sorted(TORSOS)}")
+        if torso != "mlp" and len(observation_shape) != 3:
+            raise ValueError(f"torso {torso!r} needs image observations (H, W, stack), got shape "
+                             f"{tuple(observation_shape)}; use ActorCriticNetwork.torso = 'mlp'")
+        self.num_actions = num_actions
+        self.lstm_units = lstm_units
+        self._scale = 1.0 / 255.0 if observation_dtype == "uint8" else 1.0
+        self._torso = TORSOS[torso](mlp_hidden_sizes) if torso == "mlp" else TORSOS[torso]()
+        self._core = keras.layers.LSTMCell(lstm_units) if lstm_units else None
+        self._policy = keras.layers.Dense(num_actions, name="policy_logits")
+        self._baseline = keras.layers.Dense(1, name="baseline")
+        # Build every variable now so checkpoints and optimizers see them all.
+        batch = 1
+        self(tf.zeros([batch], tf.int32),
+             EnvOutput(tf.zeros([batch]), tf.zeros([batch], tf.bool),
+                       tf.zeros([batch, *observation_shape], observation_dtype)),
+             self.initial_state(batch))
+
+    @property
+    def layers(self):
+        return [layer for layer in (self._torso, self._core, self._policy, self._baseline) if layer is not None]
+
+    @property
+    def trainable_variables(self):
+        # tf.Module does not look inside Keras 3 layers; list them ourselves.
+        return [v for layer in self.layers for v in layer.trainable_variables]
+
+    @property
+    def variables(self):
+        return [v for layer in self.layers for v in layer.variables]
+
+    @property
+    def state_size(self) -> int:
+        return 2 * self.lstm_units  # LSTM (h, c) concatenated; 0 without a core.
+
+    def initial_state(self, batch_size) -> tf.Tensor:
+        return tf.zeros([batch_size, self.state_size])
+
+    def _torso_outputs(self, observation):
+        return self._torso(tf.cast(observation, tf.float32) * self._scale)
+
+    def _heads(self, features) -> AgentOutput:
+        return AgentOutput(self._policy(features), tf.squeeze(self._baseline(features), -1))
+
+    def _core_step(self, features, prev_action, env_output, state):
+        first = env_output.first[:, None]
+        state = tf.where(first, tf.zeros_like(state), state)
+        prev_action = tf.where(env_output.first, tf.zeros_like(prev_action), prev_action)
+        inputs = tf.concat([features, tf.one_hot(prev_action, self.num_actions),
+                            env_output.reward[:, None]], axis=-1)
+        h, c = tf.split(state, 2, axis=-1)
+        output, (h, c) = self._core(inputs, [h, c])
+        return output, tf.concat([h, c], axis=-1)
+
+    def __call__(self, prev_actions, env_outputs: EnvOutput, core_state):
+        """One step for a batch: returns (AgentOutput [B, ...], new core state [B, S])."""
+        features = self._torso_outputs(env_outputs.observation)
+        if self._core is not None:
+            features, core_state = self._core_step(features, prev_actions, env_outputs, core_state)
+        return self._heads(features), core_state
+
+    def unroll(self, prev_actions, env_outputs: EnvOutput, core_state) -> AgentOutput:
+        """A time-major unroll [T, B, ...] from the core state before its first step."""
+        shape = tf.shape(env_outputs.first)
+        num_steps, batch = shape[0], shape[1]
+        flat_obs = tf.reshape(env_outputs.observation,
+                              tf.concat([[num_steps * batch], tf.shape(env_outputs.observation)[2:]], 0))
+        features = self._torso_outputs(flat_obs)
+        features = tf.reshape(features, [num_steps, batch, features.shape[-1]])
+        if self._core is not None:
+            outputs = tf.TensorArray(tf.float32, size=num_steps)
+            for t in tf.range(num_steps):
+                step_output = EnvOutput(env_outputs.reward[t], env_outputs.first[t], None)
+                output, core_state = self._core_step(features[t], prev_actions[t], step_output, core_state)
+                outputs = outputs.write(t, output)
+            features = outputs.stack()
+        return self._heads(features)
