@@ -96,6 +96,8 @@ class InferenceBatcher:
                 break
             if isinstance(request, ReleaseRequest):
                 releases.append(request)
+                if not batch:
+                    break  # nothing waits on it; free the slots now
                 continue
             n = len(request.slot_ids)
             if batch and num_envs + n > self.max_batch_envs:

@@ -2,7 +2,7 @@
 one batched policy call, and unroll assembly from the very same data."""
 import collections
 import threading
-from typing import Deque
+from typing import Deque, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -55,7 +55,8 @@ class InferencePipeline:
         })
         self._queue = unroll_queue
         self._stop = stop
-        self.finished_episodes: Deque[FinishedEpisode] = collections.deque(maxlen=10_000)
+        # (env steps seen so far, episode); the main thread drains it for reporting.
+        self.finished_episodes: Deque[Tuple[int, FinishedEpisode]] = collections.deque(maxlen=10_000)
         self.env_steps = 0
 
     def __call__(self, slot_ids: np.ndarray, steps: EnvStepBatch) -> np.ndarray:
@@ -70,8 +71,8 @@ class InferencePipeline:
             "core_state": inputs.core_state,
         })
         self.slots.act(slot_ids, actions, new_state)
-        self.finished_episodes.extend(finished)
         self.env_steps += len(slot_ids)
+        self.finished_episodes.extend((self.env_steps, episode) for episode in finished)
         if complete is not None and not self._queue.put(complete, self._stop):
             raise LearnerStopped()
         return actions

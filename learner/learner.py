@@ -67,12 +67,29 @@ class TrainingLoop:
             self.error = e
 
 
+class EpisodeLog:
+    """LOGDIR/episodes.csv: one row per finished episode, appended across resumes."""
+
+    def __init__(self, path: str):
+        is_new = not os.path.exists(path)
+        self._file = open(path, "a")
+        if is_new:
+            self._file.write("env_frames,raw_return,clipped_return,length_frames\n")
+
+    def write(self, env_frames: int, episode, length_frames: int) -> None:
+        self._file.write(f"{env_frames},{episode.raw_return},{episode.clipped_return},{length_frames}\n")
+
+    def flush(self) -> None:
+        self._file.flush()
+
+
 class Progress:
     """The progress line and TensorBoard scalars, written every `interval_s`."""
 
     def __init__(self, summary_dir: str, pipeline: InferencePipeline, batcher: InferenceBatcher,
                  training: TrainingLoop, unroll_queue: UnrollQueue, optimizer, frames_per_step: int):
         self.writer = tf.summary.create_file_writer(summary_dir)
+        self.episodes_csv = EpisodeLog(os.path.join(os.path.dirname(summary_dir), "episodes.csv"))
         self.pipeline, self.batcher, self.training = pipeline, batcher, training
         self.queue, self.optimizer, self.frames_per_step = unroll_queue, optimizer, frames_per_step
         self.returns = collections.deque(maxlen=100)
@@ -89,12 +106,14 @@ class Progress:
         metrics = dict(self.training.last_metrics)
         with self.writer.as_default(step=frames):
             while self.pipeline.finished_episodes:
-                episode = self.pipeline.finished_episodes.popleft()
+                env_steps, episode = self.pipeline.finished_episodes.popleft()
+                length_frames = episode.length * self.frames_per_step
+                self.episodes_csv.write(env_steps * self.frames_per_step, episode, length_frames)
                 self.num_episodes += 1
                 self.returns.append(episode.raw_return)
                 tf.summary.scalar("episode/raw_return", episode.raw_return)
                 tf.summary.scalar("episode/clipped_return", episode.clipped_return)
-                tf.summary.scalar("episode/length_frames", episode.length * self.frames_per_step)
+                tf.summary.scalar("episode/length_frames", length_frames)
             for name, value in metrics.items():
                 tf.summary.scalar(name, value)
             tf.summary.scalar("learning_rate", current_learning_rate(self.optimizer))
@@ -102,6 +121,7 @@ class Progress:
             tf.summary.scalar("inference/mean_batch_size", mean_batch)
             tf.summary.scalar("unroll_queue/depth", len(self.queue))
         self.writer.flush()
+        self.episodes_csv.flush()
         mean_return = f"{np.mean(self.returns):.1f}" if self.returns else "n/a"
         losses = (f"loss pg {metrics['loss/policy']:+.3f} baseline {metrics['loss/baseline']:.3f} "
                   f"entropy {metrics['loss/entropy']:.3f}" if metrics else "loss n/a (filling queue)")
@@ -120,6 +140,9 @@ def run_learner(logdir: str, address: str, stop: threading.Event, *,
                 auth_token_env: str = "SEED_AUTH_TOKEN", seed: Optional[int] = None) -> int:
     """Serves actors and trains until the frame budget or `stop`; returns a process exit code."""
     check_reward_clipping(reward_clipping)
+    address_file = os.path.join(logdir, "learner_address")
+    if os.path.exists(address_file):
+        os.remove(address_file)  # a stale address from an earlier run must not be read
     if seed is not None:
         tf.random.set_seed(seed)
     spec = seed_envs.env_spec()
@@ -157,9 +180,17 @@ def run_learner(logdir: str, address: str, stop: threading.Event, *,
 
     batcher.start()
     server = start_server(servicer, address, max_actors, max_message_bytes)
-    log.info("learner listening on %s (port %d)", address, server.seed_port)
+    host = address.rsplit(":", 1)[0]
+    _write_atomically(os.path.join(logdir, "learner_address"), f"{host}:{server.seed_port}\n")
+    log.info("learner listening on %s:%d", host, server.seed_port)
     training.thread.start()
     return _supervise(stop, progress_interval_s, progress, training, batcher, server, checkpointer)
+
+
+def _write_atomically(path: str, text: str) -> None:
+    with open(path + ".tmp", "w") as f:
+        f.write(text)
+    os.replace(path + ".tmp", path)
 
 
 def _supervise(stop, progress_interval_s, progress, training, batcher, server, checkpointer) -> int:

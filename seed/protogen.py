@@ -5,6 +5,7 @@ imports its message module by a top-level name; we rewrite that import to a
 relative one so the modules live inside the `seed` package.
 """
 import pathlib
+import subprocess
 import sys
 import tempfile
 
@@ -16,17 +17,15 @@ GENERATED = ("seed_pb2.py", "seed_pb2_grpc.py")
 
 def generate(out_dir: pathlib.Path) -> None:
     """Writes the generated modules for protos/seed.proto into out_dir."""
-    from grpc_tools import protoc  # Only needed at development time.
-    import grpc_tools
+    import grpc_tools  # Only needed at development time (the `test` extra).
 
     include = pathlib.Path(grpc_tools.__file__).parent / "_proto"
-    status = protoc.main([
-            "grpc_tools.protoc", f"-I{PROTO_DIR}", f"-I{include}",
-            f"--python_out={out_dir}", f"--grpc_python_out={out_dir}",
-            str(PROTO_DIR / "seed.proto"),
-    ])
-    if status != 0:
-        raise RuntimeError(f"protoc failed with status {status}")
+    # A separate process: protoc's C++ runtime can clash with other native
+    # extensions already loaded in this one.
+    subprocess.run([
+        sys.executable, "-m", "grpc_tools.protoc", f"-I{PROTO_DIR}", f"-I{include}",
+        f"--python_out={out_dir}", f"--grpc_python_out={out_dir}", str(PROTO_DIR / "seed.proto"),
+    ], check=True)
     grpc_module = out_dir / "seed_pb2_grpc.py"
     text = grpc_module.read_text()
     grpc_module.write_text(

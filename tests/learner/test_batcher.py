@@ -1,0 +1,101 @@
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from learner.batcher import InferenceBatcher, LearnerStopped
+from seed.codec import EnvStepBatch
+
+
+def steps_for(marker, n):
+    obs = np.full((n, 1), marker, np.float32)
+    return EnvStepBatch(obs, np.zeros(n, np.float32), np.zeros(n, bool), np.zeros(n, bool))
+
+
+class RecordingPolicy:
+    """Answers each env with 1000 * slot id + its observation, and records batch sizes."""
+
+    def __init__(self):
+        self.batch_sizes = []
+
+    def __call__(self, slot_ids, steps):
+        self.batch_sizes.append(len(slot_ids))
+        return (1000 * slot_ids + steps.observations[:, 0]).astype(np.int32)
+
+
+@pytest.fixture
+def make_batcher():
+    batchers = []
+
+    def make(max_batch_envs, timeout_ms, policy, release=lambda ids: None):
+        b = InferenceBatcher(policy, release, max_batch_envs, timeout_ms)
+        b.start()
+        batchers.append(b)
+        return b
+
+    yield make
+    for b in batchers:
+        b.stop()
+
+
+def test_batch_forms_at_the_size_limit(make_batcher):
+    policy = RecordingPolicy()
+    # A long timeout: only the size limit can close these batches quickly.
+    batcher = make_batcher(8, 60_000, policy)
+    futures = [batcher.submit(np.arange(4) + 4 * i, steps_for(i, 4)) for i in range(4)]
+    for f in futures:
+        f.result(timeout=10)
+    assert policy.batch_sizes == [8, 8]
+
+
+def test_batch_forms_at_the_timeout_with_fewer_envs(make_batcher):
+    policy = RecordingPolicy()
+    batcher = make_batcher(64, 50, policy)
+    start = time.monotonic()
+    actions = batcher.submit(np.arange(3), steps_for(7, 3)).result(timeout=10)
+    assert policy.batch_sizes == [3]
+    assert time.monotonic() - start >= 0.045  # it waited for the timeout, not for a full batch
+    np.testing.assert_array_equal(actions, [7, 1007, 2007])
+
+
+def test_answers_reach_the_right_actor_and_env(make_batcher):
+    policy = RecordingPolicy()
+    batcher = make_batcher(16, 20, policy)
+    results = {}
+
+    def actor(i):
+        ids = np.arange(3) + 10 * i
+        for step in range(20):
+            got = batcher.submit(ids, steps_for(step, 3)).result(timeout=10)
+            results.setdefault(i, []).append(np.array_equal(got, 1000 * ids + step))
+
+    threads = [threading.Thread(target=actor, args=(i,)) for i in range(5)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(all(ok) and len(ok) == 20 for ok in results.values()) and len(results) == 5
+    assert max(policy.batch_sizes) > 3  # several actors really shared batches
+
+
+def test_release_runs_after_the_slots_last_step(make_batcher):
+    order = []
+    policy = RecordingPolicy()
+    batcher = make_batcher(4, 1, lambda ids, s: (order.append(("infer", tuple(ids))), policy(ids, s))[1],
+                           release=lambda ids: order.append(("release", tuple(ids))))
+    f = batcher.submit(np.array([5]), steps_for(0, 1))
+    batcher.release(np.array([5]))
+    f.result(timeout=10)
+    deadline = time.monotonic() + 10
+    while len(order) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert order == [("infer", (5,)), ("release", (5,))]
+
+
+def test_stop_fails_waiting_requests():
+    batcher = InferenceBatcher(RecordingPolicy(), lambda ids: None, 4, 1)
+    batcher.start()
+    batcher.stop()
+    with pytest.raises(LearnerStopped):
+        batcher.submit(np.array([0]), steps_for(0, 1)).result(timeout=10)

@@ -1,0 +1,114 @@
+"""The learner's gRPC service over a real loopback socket (the policy is a
+plain function so these tests need no TensorFlow)."""
+import queue
+import threading
+
+import grpc
+import numpy as np
+import pytest
+
+from learner.batcher import InferenceBatcher
+from learner.service import LearnerServicer, SlotAllocator, start_server
+from seed import codec, seed_pb2, seed_pb2_grpc
+from seed.specs import EnvSpec
+
+SPEC = EnvSpec((4,), "float32", 3)
+
+
+class Client:
+    """One actor stream, driven message by message."""
+
+    def __init__(self, address):
+        self.channel = grpc.insecure_channel(address)
+        self._requests = queue.Queue()
+        self._responses = seed_pb2_grpc.LearnerStub(self.channel).Stream(iter(self._requests.get, None))
+
+    def send(self, message):
+        self._requests.put(message)
+        return next(self._responses)
+
+    def close(self):
+        self._requests.put(None)
+        self.channel.close()
+
+
+@pytest.fixture
+def learner():
+    released = queue.Queue()  # slot ids, as the batcher frees them
+    slots = SlotAllocator(8)
+    batcher = InferenceBatcher(lambda ids, steps: (ids % SPEC.num_actions).astype(np.int32),
+                               lambda ids: (slots.free(ids), released.put(ids)), 16, 5)
+    batcher.start()
+    servicer = LearnerServicer(SPEC, batcher, slots, auth_token="")
+    server = start_server(servicer, "127.0.0.1:0", max_actors=4, max_message_bytes=1 << 20)
+    yield f"127.0.0.1:{server.seed_port}", servicer, slots, released
+    server.stop(0).wait()
+    batcher.stop()
+
+
+def good_steps(n):
+    return codec.encode_steps(np.zeros((n, 4), np.float32), np.zeros(n), np.zeros(n), np.zeros(n))
+
+
+def test_actor_gets_slots_and_one_action_per_env(learner):
+    address, _, _, _ = learner
+    client = Client(address)
+    welcome = client.send(codec.make_hello("a", 3, SPEC)).welcome
+    assert list(welcome.slot_ids) == [0, 1, 2]
+    for _ in range(3):
+        actions = codec.decode_actions(client.send(good_steps(3)).actions, 3)
+        np.testing.assert_array_equal(actions, [0, 1, 2])
+    client.close()
+
+
+def test_wrong_spec_gets_invalid_argument_and_others_are_served_on(learner):
+    address, servicer, _, _ = learner
+    good = Client(address)
+    good.send(codec.make_hello("good", 2, SPEC))
+    bad = Client(address)
+    with pytest.raises(grpc.RpcError) as error:
+        bad.send(codec.make_hello("bad", 2, EnvSpec((84, 84), "uint8", 6)))
+    assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "observation shape (84, 84) != learner's (4,)" in error.value.details()
+    assert "6 actions != learner's 3" in error.value.details()
+    bad.close()
+    for _ in range(3):
+        assert len(codec.decode_actions(good.send(good_steps(2)).actions, 2)) == 2
+    assert servicer.num_rejected_streams == 1
+    good.close()
+
+
+@pytest.mark.parametrize("message, problem", [
+    (good_steps(2), "first message on a stream must be a Hello"),
+])
+def test_steps_before_hello_are_refused(learner, message, problem):
+    client = Client(learner[0])
+    with pytest.raises(grpc.RpcError) as error:
+        client.send(message)
+    assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT and problem in error.value.details()
+    client.close()
+
+
+def test_malformed_steps_close_only_that_stream_and_free_its_slots(learner):
+    address, _, slots, released = learner
+    client = Client(address)
+    client.send(codec.make_hello("a", 2, SPEC))
+    with pytest.raises(grpc.RpcError) as error:
+        client.send(good_steps(3))  # 3 envs' worth of data on a 2-env stream
+    assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "observations: got 48 bytes, expected 32" in error.value.details()
+    client.close()
+    np.testing.assert_array_equal(released.get(timeout=10), [0, 1])
+    other = Client(address)
+    welcome = other.send(codec.make_hello("b", 8, SPEC)).welcome  # all 8 slots free again
+    assert sorted(welcome.slot_ids) == list(range(8))
+    other.close()
+
+
+def test_more_envs_than_slots_is_resource_exhausted(learner):
+    client = Client(learner[0])
+    with pytest.raises(grpc.RpcError) as error:
+        client.send(codec.make_hello("greedy", 9, SPEC))
+    assert error.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert "max_env_slots" in error.value.details()
+    client.close()

@@ -1,0 +1,76 @@
+"""Starting real learner and actor processes on loopback for tests."""
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+from typing import List, Sequence
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def _env():
+    env = dict(os.environ, PYTHONUNBUFFERED="1", TF_CPP_MIN_LOG_LEVEL="3")
+    env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def start_learner(logdir, config: str, bindings: Sequence[str] = (), address="127.0.0.1:0") -> subprocess.Popen:
+    args = [sys.executable, "-m", "learner", "--logdir", str(logdir), "--address", address,
+            "--gin_config", config]
+    for binding in bindings:
+        args += ["--gin_bindings", binding]
+    return subprocess.Popen(args, stdout=open(os.path.join(logdir, "learner.stdout"), "ab"),
+                            stderr=subprocess.STDOUT, env=_env(), cwd=REPO_ROOT)
+
+
+def wait_for_address(logdir, learner: subprocess.Popen, timeout_s: float = 120.0) -> str:
+    """The learner writes LOGDIR/learner_address once it listens."""
+    path = pathlib.Path(logdir) / "learner_address"
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if path.exists():
+            return path.read_text().strip()
+        if learner.poll() is not None:
+            raise AssertionError(f"learner exited with {learner.returncode}:\n{learner_output(logdir)}")
+        time.sleep(0.2)
+    raise AssertionError(f"learner did not listen within {timeout_s} s:\n{learner_output(logdir)}")
+
+
+def start_actors(logdir, config: str, address: str, num_actors: int, bindings: Sequence[str] = ()) -> List[subprocess.Popen]:
+    actors = []
+    for i in range(num_actors):
+        args = [sys.executable, "-m", "actors", "--logdir", str(logdir), "--learner_address", address,
+                "--actor_index", str(i), "--gin_config", config]
+        for binding in bindings:
+            args += ["--gin_bindings", binding]
+        actors.append(subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                       env=_env(), cwd=REPO_ROOT))
+    return actors
+
+
+def learner_output(logdir) -> str:
+    path = pathlib.Path(logdir) / "learner.stdout"
+    return path.read_text()[-5000:] if path.exists() else ""
+
+
+def stop(processes, timeout_s: float = 30.0) -> List[int]:
+    """SIGTERM, wait, then SIGKILL what is left; returns the exit codes."""
+    for p in processes:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+    codes = []
+    for p in processes:
+        try:
+            codes.append(p.wait(timeout_s))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            codes.append(p.wait())
+    return codes
+
+
+def read_episodes(logdir):
+    """Rows of LOGDIR/episodes.csv as (env_frames, raw_return)."""
+    lines = (pathlib.Path(logdir) / "episodes.csv").read_text().splitlines()[1:]
+    return [(int(line.split(",")[0]), float(line.split(",")[1])) for line in lines]

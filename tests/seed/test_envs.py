@@ -1,0 +1,65 @@
+import numpy as np
+import pytest
+
+from seed import envs
+
+
+def test_atari_preprocessing_gives_single_84x84_grayscale_frames():
+    e = envs.create_atari_envs(2, game="Pong")
+    try:
+        assert e.spec.observation_shape == (84, 84) and e.spec.observation_dtype == "uint8"
+        assert e.spec.num_actions == 6 and e.spec.frames_per_step == 4
+        obs = e.reset(seed=3)
+        assert obs.shape == (2, 84, 84) and obs.dtype == np.uint8
+        obs, rewards, terminated, truncated = e.step(np.array([0, 1]))
+        assert obs.shape == (2, 84, 84) and rewards.dtype == np.float32
+    finally:
+        e.close()
+
+
+def test_full_action_space_option():
+    e = envs.create_atari_envs(1, game="Pong", full_action_space=True)
+    assert e.spec.num_actions == 18
+    e.close()
+
+
+def test_frame_limit_is_truncation_then_next_step_autoreset():
+    e = envs.create_atari_envs(1, game="Pong", max_episode_frames=200, noop_max=0)
+    e.reset(seed=0)
+    for step in range(1, 100):
+        _, reward, terminated, truncated = e.step(np.zeros(1, np.int64))
+        if truncated[0]:
+            break
+    assert truncated[0] and not terminated[0] and step == 50  # 200 frames / frame skip 4
+    _, reward, terminated, truncated = e.step(np.zeros(1, np.int64))
+    assert reward[0] == 0 and not terminated[0] and not truncated[0]  # the reset step
+    e.close()
+
+
+def test_rewards_are_unclipped():
+    e = envs.create_atari_envs(2, game="SpaceInvaders")
+    e.reset(seed=1)
+    rng = np.random.default_rng(0)
+    best = 0.0
+    for _ in range(300):
+        _, rewards, _, _ = e.step(rng.integers(0, e.spec.num_actions, 2))
+        best = max(best, float(rewards.max()))
+    e.close()
+    assert best >= 5.0  # Space Invaders pays 5-30 per alien; ale-py's clipping would give 1
+
+
+def test_unknown_game_names_the_fix():
+    with pytest.raises(ValueError, match="unknown Atari game 'Pongg'.*like 'Pong'"):
+        envs.create_atari_envs(1, game="Pongg")
+
+
+def test_game_names_map_to_rom_ids():
+    assert envs.ale_rom_id("SpaceInvaders") == "space_invaders"
+    assert envs.ale_rom_id("Breakout") == "breakout"
+
+
+def test_cartpole_spec():
+    e = envs.create_gym_envs(3, env_id="CartPole-v1")
+    assert e.spec.observation_shape == (4,) and e.spec.observation_dtype == "float32"
+    assert e.spec.num_actions == 2 and e.reset(seed=0).shape == (3, 4)
+    e.close()

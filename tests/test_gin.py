@@ -1,0 +1,47 @@
+import subprocess
+import sys
+
+import gin
+import pytest
+
+from seed import gin_setup
+from tests.processes import REPO_ROOT
+
+
+def registered_names():
+    return {configurable.name for _, configurable in gin.config._REGISTRY.items()}
+
+
+def test_learner_configurables_list_is_exactly_what_only_the_learner_registers():
+    import actors.actor  # noqa: F401
+    import seed.envs  # noqa: F401
+    shared_and_actor = registered_names()
+    import learner.learner  # noqa: F401
+    learner_only = registered_names() - shared_and_actor
+    assert learner_only == set(gin_setup.LEARNER_CONFIGURABLES)
+
+
+def run_role(role, *args):
+    return subprocess.run([sys.executable, "-c", f"import sys; from {role}.main import main; sys.exit(main())",
+                           *args], capture_output=True, text=True, cwd=REPO_ROOT, timeout=120)
+
+
+@pytest.mark.parametrize("role", ["actors", "learner"])
+def test_unknown_binding_fails_at_start_with_gins_message(role, tmp_path):
+    result = run_role(role, "--gin_config", "classic_vtrace.gin", "--logdir", str(tmp_path),
+                      "--gin_bindings", "create_gym_envs.env_idd='CartPole-v1'")
+    assert result.returncode != 0
+    assert "bad gin configuration" in result.stderr and "env_idd" in result.stderr
+
+
+def test_unknown_config_file_lists_the_bundled_ones(tmp_path):
+    result = run_role("actors", "--gin_config", "nope.gin")
+    assert result.returncode != 0
+    assert "'nope.gin' not found" in result.stderr and "atari_vtrace.gin" in result.stderr
+
+
+def test_actor_imports_no_tensorflow():
+    code = ("import sys; import actors.actor, actors.main, seed.envs, seed.codec; "
+            "print('tensorflow' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT)
+    assert result.stdout.strip() == "False", result.stderr
