@@ -1,6 +1,7 @@
 """The learner process: gRPC service, inference thread, training thread,
 checkpoints, summaries and the progress line, wired together."""
 import collections
+import json
 import logging
 import os
 import threading
@@ -84,12 +85,13 @@ class EpisodeLog:
 
 
 class Progress:
-    """The progress line and TensorBoard scalars, written every `interval_s`."""
+    """The progress line, LOGDIR/progress.jsonl, LOGDIR/episodes.csv and TensorBoard scalars."""
 
-    def __init__(self, summary_dir: str, pipeline: InferencePipeline, batcher: InferenceBatcher,
+    def __init__(self, logdir: str, pipeline: InferencePipeline, batcher: InferenceBatcher,
                  training: TrainingLoop, unroll_queue: UnrollQueue, optimizer, frames_per_step: int):
-        self.writer = tf.summary.create_file_writer(summary_dir)
-        self.episodes_csv = EpisodeLog(os.path.join(os.path.dirname(summary_dir), "episodes.csv"))
+        self.writer = tf.summary.create_file_writer(os.path.join(logdir, "summaries"))
+        self.episodes_csv = EpisodeLog(os.path.join(logdir, "episodes.csv"))
+        self.jsonl = open(os.path.join(logdir, "progress.jsonl"), "a")
         self.pipeline, self.batcher, self.training = pipeline, batcher, training
         self.queue, self.optimizer, self.frames_per_step = unroll_queue, optimizer, frames_per_step
         self.returns = collections.deque(maxlen=100)
@@ -122,12 +124,26 @@ class Progress:
             tf.summary.scalar("unroll_queue/depth", len(self.queue))
         self.writer.flush()
         self.episodes_csv.flush()
-        mean_return = f"{np.mean(self.returns):.1f}" if self.returns else "n/a"
-        losses = (f"loss pg {metrics['loss/policy']:+.3f} baseline {metrics['loss/baseline']:.3f} "
-                  f"entropy {metrics['loss/entropy']:.3f}" if metrics else "loss n/a (filling queue)")
-        return (f"frames {frames:,} ({fps:,.0f}/s) | episodes {self.num_episodes} | "
-                f"return(last {len(self.returns)}) {mean_return} | {losses} | "
-                f"inference batch {mean_batch:.1f} | queue {len(self.queue)}/{self.queue.capacity}")
+        record = {"time": time.time(), "frames": frames, "frames_per_second": fps,
+                  "episodes": self.num_episodes,
+                  "mean_return_last_100": float(np.mean(self.returns)) if self.returns else None,
+                  "inference_batch_size": mean_batch, "unroll_queue_depth": len(self.queue),
+                  "updates": self.training.num_updates, "skipped_updates": self.training.num_skipped_updates,
+                  **{k: float(v) for k, v in metrics.items()}}
+        self.jsonl.write(json.dumps(record) + "\n")
+        self.jsonl.flush()
+        return format_progress(record, len(self.returns), self.queue.capacity)
+
+
+def format_progress(record, num_returns: int, queue_capacity: int) -> str:
+    mean_return = record["mean_return_last_100"]
+    mean_return = "n/a" if mean_return is None else f"{mean_return:.1f}"
+    losses = (f"loss pg {record['loss/policy']:+.3f} baseline {record['loss/baseline']:.3f} "
+              f"entropy {record['loss/entropy']:.3f}" if "loss/policy" in record else "loss n/a (filling queue)")
+    return (f"frames {record['frames']:,} ({record['frames_per_second']:,.0f}/s) | episodes {record['episodes']} | "
+            f"return(last {num_returns}) {mean_return} | {losses} | "
+            f"inference batch {record['inference_batch_size']:.1f} | "
+            f"queue {record['unroll_queue_depth']}/{queue_capacity}")
 
 
 @gin.configurable(denylist=["logdir", "address", "stop"])
@@ -172,7 +188,7 @@ def run_learner(logdir: str, address: str, stop: threading.Event, *,
     batcher = InferenceBatcher(pipeline, release, inference_batch_size, batch_timeout_ms)
     training = TrainingLoop(trainer, unroll_queue, checkpointer, frames, frames_per_batch,
                             total_environment_frames, batch_size, checkpoint_interval_s, stop)
-    progress = Progress(os.path.join(logdir, "summaries"), pipeline, batcher, training, unroll_queue,
+    progress = Progress(logdir, pipeline, batcher, training, unroll_queue,
                         optimizer, spec.frames_per_step)
     servicer = LearnerServicer(spec, batcher, slots, os.environ.get(auth_token_env, ""))
     from seed.gin_setup import save_operative_config

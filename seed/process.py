@@ -5,6 +5,7 @@ import os
 import signal
 import sys
 import threading
+import time
 
 
 def setup_logging(logdir: str, process_name: str, level: int = logging.INFO) -> str:
@@ -21,19 +22,28 @@ def setup_logging(logdir: str, process_name: str, level: int = logging.INFO) -> 
     return path
 
 
-def stop_on_signals() -> threading.Event:
-    """An event set by the first SIGINT or SIGTERM; a second one exits at once.
+def stop_on_signals(impatient_after_s: float = 3.0) -> threading.Event:
+    """An event set by the first SIGINT or SIGTERM; another one more than
+    `impatient_after_s` later exits at once, without the orderly stop.
 
-    Installed explicitly because a shell starting us in the background leaves
-    SIGINT ignored, and Python would inherit that.
+    Signals in quick succession count as one: Ctrl-C in a terminal reaches a
+    process directly and again through run_local.sh's forwarding. Installed
+    explicitly because a shell starting us in the background leaves SIGINT
+    ignored, and Python would inherit that.
     """
     stop = threading.Event()
+    first_signal_at = []
 
     def handler(signum, frame):
-        if stop.is_set():
-            logging.getLogger(__name__).warning("second %s: exiting now", signal.Signals(signum).name)
-            os._exit(130)
-        logging.getLogger(__name__).info("%s: stopping", signal.Signals(signum).name)
+        name = signal.Signals(signum).name
+        if first_signal_at:
+            if time.monotonic() - first_signal_at[0] > impatient_after_s:
+                logging.getLogger(__name__).warning("%s again: exiting now, without a checkpoint", name)
+                os._exit(130)
+            return
+        first_signal_at.append(time.monotonic())
+        logging.getLogger(__name__).info("%s: stopping (again after %.0f s to exit at once)", name,
+                                         impatient_after_s)
         stop.set()
 
     signal.signal(signal.SIGINT, handler)

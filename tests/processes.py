@@ -17,6 +17,7 @@ def _env():
 
 
 def start_learner(logdir, config: str, bindings: Sequence[str] = (), address="127.0.0.1:0") -> subprocess.Popen:
+    (pathlib.Path(logdir) / "learner_address").unlink(missing_ok=True)  # an earlier run's address
     args = [sys.executable, "-m", "learner", "--logdir", str(logdir), "--address", address,
             "--gin_config", config]
     for binding in bindings:

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# Trains on this machine: one learner and NUM_ACTORS actor processes.
+#
+#   ./run_local.sh ENV AGENT NUM_ACTORS ENVS_PER_ACTOR [options]
+#   ./run_local.sh atari vtrace 4 4
+#   ./run_local.sh atari vtrace 4 4 --game Breakout
+#   ./run_local.sh classic vtrace 2 4 --gin_bindings 'VTraceLoss.entropy_cost=0.005'
+#
+# Options:
+#   --game NAME          Atari game (default Pong) or gymnasium env id (default CartPole-v1)
+#   --logdir DIR         run directory; default: resume the newest runs/<game>_<agent>_* or start one
+#   --new                start a new run directory instead of resuming the newest
+#   --gin_config FILE    extra gin file, applied after seed/configs/<ENV>_<AGENT>.gin (repeatable)
+#   --gin_bindings B     gin binding for both roles (repeatable)
+#
+# The first run creates .venv and installs seed into it. Ctrl-C stops every
+# process within seconds and saves a checkpoint; the same command resumes.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
+die() { echo "run_local.sh: $*" >&2; exit 2; }
+
+[[ "${1:-}" == "-h" || "${1:-}" == "--help" ]] && usage 0
+[[ $# -ge 4 ]] || { echo "run_local.sh: need ENV AGENT NUM_ACTORS ENVS_PER_ACTOR" >&2; usage 2; }
+ENV_NAME=$1 AGENT=$2 NUM_ACTORS=$3 ENVS_PER_ACTOR=$4
+shift 4
+[[ "$NUM_ACTORS" =~ ^[1-9][0-9]*$ ]] || die "NUM_ACTORS must be a positive integer, got '$NUM_ACTORS'"
+[[ "$ENVS_PER_ACTOR" =~ ^[1-9][0-9]*$ ]] || die "ENVS_PER_ACTOR must be a positive integer, got '$ENVS_PER_ACTOR'"
+CONFIG="seed/configs/${ENV_NAME}_${AGENT}.gin"
+if [[ ! -f "$CONFIG" ]]; then
+  available=$(cd seed/configs && ls *.gin | sed 's/\.gin$//' | grep -v sticky | tr '\n' ' ')
+  die "no config for ENV '$ENV_NAME' and AGENT '$AGENT' ($CONFIG); available: $available"
+fi
+
+GAME="" LOGDIR="" NEW=0
+GIN_ARGS=(--gin_config "$CONFIG")
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --game) GAME=${2:?--game needs a name}; shift 2 ;;
+    --logdir) LOGDIR=${2:?--logdir needs a directory}; shift 2 ;;
+    --new) NEW=1; shift ;;
+    --gin_config) GIN_ARGS+=(--gin_config "${2:?--gin_config needs a file}"); shift 2 ;;
+    --gin_bindings) GIN_ARGS+=(--gin_bindings "${2:?--gin_bindings needs a binding}"); shift 2 ;;
+    -h|--help) usage 0 ;;
+    *) die "unknown option '$1' (see ./run_local.sh --help)" ;;
+  esac
+done
+if [[ "$ENV_NAME" == atari ]]; then
+  GAME=${GAME:-Pong}
+  GIN_ARGS+=(--gin_bindings "create_atari_envs.game='$GAME'")
+else
+  GAME=${GAME:-CartPole-v1}
+  GIN_ARGS+=(--gin_bindings "create_gym_envs.env_id='$GAME'")
+fi
+GIN_ARGS+=(--gin_bindings "run_actor.num_envs=$ENVS_PER_ACTOR")
+
+# --- environment: a .venv with seed installed, refreshed when setup.cfg changes
+PYTHON_BIN=${SEED_PYTHON:-python3}
+if [[ ! -x .venv/bin/python ]]; then
+  echo "run_local.sh: creating .venv (first run; installs TensorFlow, ale-py, ... once)" >&2
+  "$PYTHON_BIN" -m venv .venv
+fi
+STAMP=.venv/.seed-installed
+WANT=$(cat setup.cfg pyproject.toml | cksum)
+if [[ ! -f "$STAMP" || "$(cat "$STAMP")" != "$WANT" ]]; then
+  .venv/bin/python -m pip install -q --upgrade pip >&2
+  .venv/bin/python -m pip install -q -e . >&2
+  echo "$WANT" > "$STAMP"
+fi
+PY=.venv/bin/python
+
+# --- run directory: resume the newest matching one unless told otherwise
+if [[ -z "$LOGDIR" ]]; then
+  PREFIX="runs/${GAME}_${AGENT}_"
+  LATEST=$(ls -d "$PREFIX"* 2>/dev/null | sort | tail -n 1 || true)
+  if [[ $NEW == 0 && -n "$LATEST" ]]; then
+    LOGDIR=$LATEST
+    echo "run_local.sh: resuming $LOGDIR (--new starts a fresh run)" >&2
+  else
+    LOGDIR="$PREFIX$(date +%Y%m%d_%H%M%S)"
+  fi
+fi
+mkdir -p "$LOGDIR/logs"
+rm -f "$LOGDIR/learner_address"
+echo "run_local.sh: run directory $LOGDIR; tensorboard --logdir $LOGDIR" >&2
+
+# --- processes
+PIDS=()
+stop_all() {
+  trap - INT TERM
+  echo "run_local.sh: stopping (checkpoint is saved; run the same command to resume)" >&2
+  for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for _ in $(seq 100); do
+    alive=0
+    for pid in "${PIDS[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    [[ $alive == 0 ]] && break
+    sleep 0.1
+  done
+  for pid in "${PIDS[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+}
+trap 'stop_all; exit 130' INT TERM
+
+"$PY" -m learner --logdir "$LOGDIR" --address 127.0.0.1:0 "${GIN_ARGS[@]}" &
+LEARNER=$!
+PIDS+=("$LEARNER")
+for _ in $(seq 1200); do
+  [[ -f "$LOGDIR/learner_address" ]] && break
+  kill -0 "$LEARNER" 2>/dev/null || { wait "$LEARNER" || exit $?; exit 1; }
+  sleep 0.1
+done
+[[ -f "$LOGDIR/learner_address" ]] || { stop_all; die "learner did not start listening within 120 s"; }
+ADDRESS=$(cat "$LOGDIR/learner_address")
+for ((i = 0; i < NUM_ACTORS; i++)); do
+  "$PY" -m actors --logdir "$LOGDIR" --learner_address "$ADDRESS" --actor_index "$i" "${GIN_ARGS[@]}" \
+    >"$LOGDIR/logs/actor_$i.stdout" 2>&1 &
+  PIDS+=("$!")
+done
+echo "run_local.sh: learner at $ADDRESS, $NUM_ACTORS actors x $ENVS_PER_ACTOR envs (logs in $LOGDIR/logs)" >&2
+
+set +e
+wait "$LEARNER"
+STATUS=$?
+set -e
+stop_all
+exit "$STATUS"

@@ -1,0 +1,76 @@
+"""./run_local.sh as a user runs it: start, Ctrl-C, and the same command again."""
+import os
+import queue
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+import tensorflow as tf
+
+from tests.processes import REPO_ROOT
+
+
+class RunLocal:
+    def __init__(self, *args):
+        # Its own session, like a terminal's foreground job: Ctrl-C goes to the whole group.
+        self.process = subprocess.Popen(["./run_local.sh", *args], cwd=REPO_ROOT, stdout=subprocess.PIPE,
+                                        stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        self.lines = queue.Queue()
+        self.output = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.process.stdout:
+            self.lines.put(line)
+
+    def wait_for(self, text, timeout_s=300.0):
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                line = self.lines.get(timeout=1.0)
+            except queue.Empty:
+                if self.process.poll() is not None:
+                    break
+                continue
+            self.output.append(line)
+            if text in line:
+                return line
+        pytest.fail(f"{text!r} never appeared:\n{''.join(self.output[-40:])}")
+
+    def ctrl_c(self, timeout_s=30.0) -> int:
+        os.killpg(self.process.pid, signal.SIGINT)
+        code = self.process.wait(timeout_s)
+        with pytest.raises(ProcessLookupError):
+            os.killpg(self.process.pid, 0)  # nothing it started is left running
+        return code
+
+
+def saved_frames(logdir):
+    reader = tf.train.load_checkpoint(str(logdir / "checkpoints"))
+    return int(reader.get_tensor("environment_frames/.ATTRIBUTES/VARIABLE_VALUE"))
+
+
+def test_ctrl_c_stops_every_process_saves_and_the_same_command_resumes(tmp_path):
+    command = ("classic", "vtrace", "2", "2", "--logdir", str(tmp_path))
+    run = RunLocal(*command)
+    run.wait_for("loss pg")  # a progress line after training began
+    run.ctrl_c()
+    frames = saved_frames(tmp_path)
+    assert frames > 0
+
+    run = RunLocal(*command)
+    run.wait_for(f"resuming at {frames} environment frames")
+    run.wait_for("loss pg")
+    run.ctrl_c()
+    assert saved_frames(tmp_path) > frames
+
+
+def test_bad_arguments_fail_with_a_one_line_reason():
+    result = subprocess.run(["./run_local.sh", "atari", "dqn", "1", "1"], cwd=REPO_ROOT, capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 2 and "no config for ENV 'atari' and AGENT 'dqn'" in result.stderr
+    result = subprocess.run(["./run_local.sh", "atari", "vtrace", "four", "1"], cwd=REPO_ROOT,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "NUM_ACTORS must be a positive integer" in result.stderr
