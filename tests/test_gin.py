@@ -45,3 +45,25 @@ def test_actor_imports_no_tensorflow():
             "print('tensorflow' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT)
     assert result.stdout.strip() == "False", result.stderr
+
+
+@pytest.mark.parametrize("config", sorted(p.name for p in gin_setup.CONFIG_DIR.glob("*.gin")))
+def test_bundled_configs_parse_for_both_roles(config):
+    import actors.actor  # noqa: F401
+    import learner.learner  # noqa: F401
+    try:
+        gin_setup.parse([config], [])
+        gin.clear_config()
+        gin_setup.parse([config], [], skip=gin_setup.LEARNER_CONFIGURABLES)
+    finally:
+        gin.clear_config()
+
+
+def test_sticky_config_sets_repeat_action_probability():
+    import seed.envs  # noqa: F401
+    try:
+        gin_setup.parse(["atari_vtrace_sticky.gin"], [], skip=gin_setup.LEARNER_CONFIGURABLES)
+        assert gin.query_parameter("create_atari_envs.repeat_action_probability") == 0.25
+        assert gin.query_parameter("create_atari_envs.game") == "Pong"
+    finally:
+        gin.clear_config()

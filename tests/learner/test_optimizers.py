@@ -1,0 +1,29 @@
+import pytest
+
+from learner.optimizers import create_optimizer, current_learning_rate
+from seed.rewards import clip_rewards
+
+
+@pytest.mark.parametrize("decay, halfway", [("none", 1e-3), ("linear", 0.5e-3), ("polynomial", 0.25e-3)])
+def test_learning_rate_decays_over_the_run(decay, halfway):
+    optimizer = create_optimizer(100, learning_rate=1e-3, lr_decay=decay, lr_decay_power=2.0)
+    optimizer.iterations.assign(50)
+    assert current_learning_rate(optimizer) == pytest.approx(halfway, rel=1e-5)
+
+
+def test_rmsprop_and_bad_names():
+    assert type(create_optimizer(10, kind="rmsprop")).__name__ == "RMSprop"
+    with pytest.raises(ValueError, match="unknown optimizer 'sgdd'"):
+        create_optimizer(10, kind="sgdd")
+    with pytest.raises(ValueError, match="unknown lr_decay"):
+        create_optimizer(10, lr_decay="cosine")
+
+
+def test_reward_clipping_modes():
+    rewards = [-10.0, -0.5, 0.0, 0.5, 10.0]
+    assert clip_rewards(rewards, "none").tolist() == rewards
+    assert clip_rewards(rewards, "abs_one").tolist() == [-1.0, -0.5, 0.0, 0.5, 1.0]
+    soft = clip_rewards(rewards, "soft_asymmetric")
+    assert soft[4] == pytest.approx(5 * 0.9640276, rel=1e-5) and soft[0] == pytest.approx(-0.3 * 5 * 0.9640276, rel=1e-5)
+    with pytest.raises(ValueError, match="unknown reward_clipping"):
+        clip_rewards(rewards, "tanh")

@@ -1,0 +1,48 @@
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from seed.networks import ActorCriticNetwork, EnvOutput
+
+
+def test_unroll_equals_step_by_step_calls_with_state_reset_at_episode_starts():
+    tf.random.set_seed(0)
+    agent = ActorCriticNetwork(3, (4, 1), "float32", torso="mlp", lstm_units=8)
+    T, B = 6, 2
+    rng = np.random.default_rng(0)
+    obs = tf.constant(rng.normal(size=(T, B, 4, 1)), tf.float32)
+    rewards = tf.constant(rng.normal(size=(T, B)), tf.float32)
+    first = tf.constant([[True, True], [False, False], [False, True], [False, False], [True, False],
+                         [False, False]])
+    prev_actions = tf.constant(rng.integers(0, 3, (T, B)), tf.int32)
+    state0 = tf.constant(rng.normal(size=(B, agent.state_size)), tf.float32)
+
+    unrolled = agent.unroll(prev_actions, EnvOutput(rewards, first, obs), state0)
+    state, logits = state0, []
+    for t in range(T):
+        out, state = agent(prev_actions[t], EnvOutput(rewards[t], first[t], obs[t]), state)
+        logits.append(out.policy_logits)
+    np.testing.assert_allclose(unrolled.policy_logits.numpy(), np.stack(logits), rtol=1e-5, atol=1e-5)
+
+
+def test_episode_start_makes_the_output_independent_of_the_old_state():
+    agent = ActorCriticNetwork(2, (4, 1), "float32", torso="mlp", lstm_units=4)
+    env_output = EnvOutput(tf.zeros([1]), tf.constant([True]), tf.ones([1, 4, 1]))
+    a, _ = agent(tf.constant([1]), env_output, tf.zeros([1, 8]))
+    b, _ = agent(tf.constant([0]), env_output, tf.fill([1, 8], 5.0))
+    np.testing.assert_allclose(a.policy_logits.numpy(), b.policy_logits.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("torso, num_convs", [("nature_cnn", 3), ("impala_resnet", 15)])
+def test_image_torsos(torso, num_convs):
+    agent = ActorCriticNetwork(6, (84, 84, 4), "uint8", torso=torso)
+    convs = [v for v in agent.trainable_variables if len(v.shape) == 4]
+    assert len(convs) == num_convs
+    out, state = agent(tf.zeros([5], tf.int32), EnvOutput(tf.zeros([5]), tf.zeros([5], tf.bool),
+                                                         tf.zeros([5, 84, 84, 4], tf.uint8)), agent.initial_state(5))
+    assert out.policy_logits.shape == (5, 6) and out.baseline.shape == (5,) and state.shape == (5, 0)
+
+
+def test_image_torso_on_vector_observations_names_the_fix():
+    with pytest.raises(ValueError, match="torso = 'mlp'"):
+        ActorCriticNetwork(2, (4, 1), "float32", torso="nature_cnn")
