@@ -18,6 +18,7 @@ import numpy as np
 
 from seed import codec, seed_pb2_grpc
 from seed.envs import create_envs
+from seed.gin_setup import save_operative_config
 
 log = logging.getLogger(__name__)
 
@@ -64,14 +65,17 @@ def _wait_for_learner(channel: grpc.Channel, stop: threading.Event, timeout_s: f
     return False
 
 
-@gin.configurable(denylist=["learner_address", "actor_index", "stop"])
-def run_actor(learner_address: str, actor_index: int, stop: threading.Event, *, num_envs: int = 4,
+@gin.configurable(denylist=["learner_address", "actor_index", "stop", "logdir"])
+def run_actor(learner_address: str, actor_index: int, stop: threading.Event, logdir: Optional[str] = None, *,
+              num_envs: int = 4,
               seed: int = 0, reconnect_timeout_s: float = 300.0, max_backoff_s: float = 30.0,
               max_message_bytes: int = 64 << 20, progress_interval_s: float = 30.0,
               auth_token_env: str = "SEED_AUTH_TOKEN") -> int:
     """Streams to the learner until `stop`, a fatal answer, or `reconnect_timeout_s` without it."""
     envs = create_envs(num_envs)
     name = f"actor_{actor_index}"
+    if logdir and actor_index == 0:  # every actor of a run gets the same config
+        save_operative_config(logdir, "actor")
     hello = codec.make_hello(name, num_envs, envs.spec, os.environ.get(auth_token_env, ""))
     options = [("grpc.max_receive_message_length", max_message_bytes),
                ("grpc.max_send_message_length", max_message_bytes)]

@@ -26,7 +26,7 @@ def main(argv=None) -> int:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from actors.actor import run_actor
     gin_setup.parse(args.gin_config, args.gin_bindings, skip=gin_setup.LEARNER_CONFIGURABLES)
-    return run_actor(args.learner_address, args.actor_index, stop)
+    return run_actor(args.learner_address, args.actor_index, stop, args.logdir)
 
 
 if __name__ == "__main__":

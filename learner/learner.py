@@ -99,40 +99,42 @@ class Progress:
         self._last = (time.monotonic(), int(training.frames.numpy()), 0, 0)
 
     def report(self) -> str:
+        """Writes every output once and returns the progress line."""
         now, frames = time.monotonic(), int(self.training.frames.numpy())
         last_time, last_frames, last_batches, last_envs = self._last
         batches, batched = self.batcher.num_batches, self.batcher.num_batched_envs
-        fps = (frames - last_frames) / max(now - last_time, 1e-9)
-        mean_batch = (batched - last_envs) / max(batches - last_batches, 1)
         self._last = (now, frames, batches, batched)
-        metrics = dict(self.training.last_metrics)
+        record = {"time": time.time(), "frames": frames,
+                  "frames_per_second": (frames - last_frames) / max(now - last_time, 1e-9),
+                  "inference_batch_size": (batched - last_envs) / max(batches - last_batches, 1),
+                  "unroll_queue_depth": len(self.queue), "updates": self.training.num_updates,
+                  "skipped_updates": self.training.num_skipped_updates,
+                  "learning_rate": current_learning_rate(self.optimizer),
+                  **{k: float(v) for k, v in self.training.last_metrics.items()}}
         with self.writer.as_default(step=frames):
-            while self.pipeline.finished_episodes:
-                env_steps, episode = self.pipeline.finished_episodes.popleft()
-                length_frames = episode.length * self.frames_per_step
-                self.episodes_csv.write(env_steps * self.frames_per_step, episode, length_frames)
-                self.num_episodes += 1
-                self.returns.append(episode.raw_return)
-                tf.summary.scalar("episode/raw_return", episode.raw_return)
-                tf.summary.scalar("episode/clipped_return", episode.clipped_return)
-                tf.summary.scalar("episode/length_frames", length_frames)
-            for name, value in metrics.items():
-                tf.summary.scalar(name, value)
-            tf.summary.scalar("learning_rate", current_learning_rate(self.optimizer))
-            tf.summary.scalar("frames_per_second", fps)
-            tf.summary.scalar("inference/mean_batch_size", mean_batch)
-            tf.summary.scalar("unroll_queue/depth", len(self.queue))
+            self._drain_episodes()
+            for name in ("frames_per_second", "inference_batch_size", "unroll_queue_depth", "learning_rate"):
+                tf.summary.scalar(name, record[name])
+            for name in self.training.last_metrics:
+                tf.summary.scalar(name, record[name])
         self.writer.flush()
-        self.episodes_csv.flush()
-        record = {"time": time.time(), "frames": frames, "frames_per_second": fps,
-                  "episodes": self.num_episodes,
-                  "mean_return_last_100": float(np.mean(self.returns)) if self.returns else None,
-                  "inference_batch_size": mean_batch, "unroll_queue_depth": len(self.queue),
-                  "updates": self.training.num_updates, "skipped_updates": self.training.num_skipped_updates,
-                  **{k: float(v) for k, v in metrics.items()}}
+        record["episodes"] = self.num_episodes
+        record["mean_return_last_100"] = float(np.mean(self.returns)) if self.returns else None
         self.jsonl.write(json.dumps(record) + "\n")
         self.jsonl.flush()
         return format_progress(record, len(self.returns), self.queue.capacity)
+
+    def _drain_episodes(self) -> None:
+        while self.pipeline.finished_episodes:
+            env_steps, episode = self.pipeline.finished_episodes.popleft()
+            length_frames = episode.length * self.frames_per_step
+            self.episodes_csv.write(env_steps * self.frames_per_step, episode, length_frames)
+            self.num_episodes += 1
+            self.returns.append(episode.raw_return)
+            tf.summary.scalar("episode/raw_return", episode.raw_return)
+            tf.summary.scalar("episode/clipped_return", episode.clipped_return)
+            tf.summary.scalar("episode/length_frames", length_frames)
+        self.episodes_csv.flush()
 
 
 def format_progress(record, num_returns: int, queue_capacity: int) -> str:

@@ -1,0 +1,55 @@
+import numpy as np
+import pytest
+
+from learner.optimizers import create_optimizer
+from learner.vtrace_training import VTraceTrainer
+from seed.networks import ActorCriticNetwork
+
+
+def random_unrolls(rng, batch, length, obs_shape, obs_dtype, num_actions, state_size):
+    steps = length + 1
+    if obs_dtype == "uint8":
+        observation = rng.integers(0, 255, (batch, steps, *obs_shape), dtype=np.uint8)
+    else:
+        observation = rng.normal(size=(batch, steps, *obs_shape)).astype(np.float32)
+    return {
+        "observation": observation,
+        "reward": rng.normal(size=(batch, steps)).astype(np.float32),
+        "first": rng.random((batch, steps)) < 0.1,
+        "terminated": rng.random((batch, steps)) < 0.05,
+        "truncated": rng.random((batch, steps)) < 0.05,
+        "prev_action": rng.integers(0, num_actions, (batch, steps)).astype(np.int32),
+        "action": rng.integers(0, num_actions, (batch, steps)).astype(np.int32),
+        "behaviour_logits": rng.normal(size=(batch, steps, num_actions)).astype(np.float32),
+        "core_state": rng.normal(size=(batch, steps, state_size)).astype(np.float32),
+    }
+
+
+@pytest.mark.parametrize("torso, obs_shape, obs_dtype, lstm_units", [
+    ("mlp", (4, 1), "float32", 16),
+    ("impala_resnet", (84, 84, 4), "uint8", 32),
+])
+def test_update_changes_weights_with_finite_losses(torso, obs_shape, obs_dtype, lstm_units):
+    rng = np.random.default_rng(0)
+    agent = ActorCriticNetwork(3, obs_shape, obs_dtype, torso=torso, lstm_units=lstm_units)
+    trainer = VTraceTrainer(agent, create_optimizer(100, learning_rate=1e-3))
+    before = [v.numpy().copy() for v in agent.trainable_variables]
+    metrics = trainer.update(random_unrolls(rng, 3, 5, obs_shape, obs_dtype, 3, agent.state_size))
+    assert metrics["update_applied"]
+    assert all(np.isfinite(metrics[k]) for k in ("loss/total", "loss/policy", "loss/baseline", "loss/entropy",
+                                                 "gradient_norm"))
+    changed = [not np.array_equal(b, v.numpy()) for b, v in zip(before, agent.trainable_variables)]
+    assert all(changed)
+    assert int(trainer.optimizer.iterations.numpy()) == 1
+
+
+def test_non_finite_batch_is_skipped_without_touching_weights():
+    rng = np.random.default_rng(1)
+    agent = ActorCriticNetwork(2, (4, 1), "float32", torso="mlp")
+    trainer = VTraceTrainer(agent, create_optimizer(100))
+    unrolls = random_unrolls(rng, 2, 4, (4, 1), "float32", 2, 0)
+    unrolls["reward"][0, 2] = np.inf
+    before = [v.numpy().copy() for v in agent.trainable_variables]
+    metrics = trainer.update(unrolls)
+    assert not metrics["update_applied"]
+    assert all(np.array_equal(b, v.numpy()) for b, v in zip(before, agent.trainable_variables))
