@@ -1,9 +1,9 @@
 """Unroll assembly and the bounded queue between inference and training.
 
-Each slot fills rows of preallocated [max_slots, T+1, ...] buffers. When a
-slot has T+1 steps its unroll is copied out and its last step becomes the next
-unroll's first, so consecutive unrolls share one step and no transition is
-lost. All updates are index-array operations over the batch's slots.
+Each slot fills rows of preallocated [max_slots, T+overlap, ...] buffers. When
+a slot's row is full its unroll is copied out and its last `overlap` steps
+begin the next one; with overlap 1 consecutive unrolls share one step and no
+transition is lost. All updates are index-array operations over the batch's slots.
 """
 import collections
 import threading
@@ -15,11 +15,19 @@ Unrolls = Dict[str, np.ndarray]  # name -> [n, T+1, ...]
 
 
 class UnrollStore:
-    def __init__(self, max_slots: int, unroll_length: int, fields: Dict[str, Tuple[Tuple[int, ...], str]]):
+    """`overlap` steps of each unroll start the next one: 1 for V-trace (the
+    bootstrap step), burn-in + 1 (+ frame history) for R2D2's sequences. A fresh
+    slot starts at `fresh_start`; rows before it are history that its first
+    step's episode start masks out."""
+
+    def __init__(self, max_slots: int, unroll_length: int, fields: Dict[str, Tuple[Tuple[int, ...], str]],
+                 overlap: int = 1, fresh_start: int = 0):
         self.unroll_length = unroll_length
-        self._buffers = {name: np.zeros((max_slots, unroll_length + 1, *shape), dtype)
+        self.overlap = overlap
+        self.fresh_start = fresh_start
+        self._buffers = {name: np.zeros((max_slots, unroll_length + overlap, *shape), dtype)
                          for name, (shape, dtype) in fields.items()}
-        self._num_steps = np.zeros(max_slots, np.int64)
+        self._num_steps = np.full(max_slots, fresh_start, np.int64)
 
     def append(self, slot_ids: np.ndarray, step: Dict[str, np.ndarray]) -> Optional[Unrolls]:
         """Adds one step per slot; returns the unrolls that became complete, if any."""
@@ -27,20 +35,20 @@ class UnrollStore:
         for name, buffer in self._buffers.items():
             buffer[slot_ids, positions] = step[name]
         positions = positions + 1
-        complete = positions == self.unroll_length + 1
-        positions[complete] = 1
+        complete = positions == self.unroll_length + self.overlap
+        positions[complete] = self.overlap
         self._num_steps[slot_ids] = positions
         if not complete.any():
             return None
         done_slots = slot_ids[complete]
         unrolls = {name: buffer[done_slots] for name, buffer in self._buffers.items()}
         for buffer in self._buffers.values():
-            buffer[done_slots, 0] = buffer[done_slots, -1]
+            buffer[done_slots, :self.overlap] = buffer[done_slots, -self.overlap:]
         return unrolls
 
     def reset(self, slot_ids: np.ndarray) -> None:
         """Drops these slots' partial unrolls."""
-        self._num_steps[slot_ids] = 0
+        self._num_steps[slot_ids] = self.fresh_start
 
 
 class UnrollQueue:

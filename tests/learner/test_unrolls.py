@@ -68,3 +68,14 @@ def test_stop_releases_a_blocked_producer_and_consumer():
     stop.set()
     assert q.put(group([2]), stop) is False
     assert q.get_batch(5, stop) is None
+
+
+def test_overlapping_sequences_for_burn_in_start_after_history_rows():
+    store = UnrollStore(2, 4, {"t": ((), "int64")}, overlap=3, fresh_start=2)
+    got = []
+    for t in range(10):
+        out = store.append(np.array([0]), {"t": np.array([t])})
+        if out is not None:
+            got.append(out["t"][0].tolist())
+    # 7 rows: 2 history rows (unused at the start), then every 4 new steps.
+    assert got[0][2:] == [0, 1, 2, 3, 4] and got[1] == [2, 3, 4, 5, 6, 7, 8]

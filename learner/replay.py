@@ -1,0 +1,150 @@
+"""Prioritised sequence replay for R2D2, with every frame stored once.
+
+Single frames live in one ring (`FrameRing`); a stored sequence keeps, per
+step, the ring position of that step's frame and a few scalars, and rebuilds
+the stacked observations when sampled. Consecutive sequences of a slot overlap
+by their burn-in, but only their positions are repeated, never the frames.
+Priorities live in a sum tree, so sampling and updates cost O(log N).
+"""
+import threading
+from typing import Dict, NamedTuple, Optional, Tuple
+
+import numpy as np
+
+from learner.sum_tree import SumTree
+
+# Per-step scalars a sequence keeps besides its frame positions.
+STEP_FIELDS = {"first": "bool", "terminated": "bool", "truncated": "bool", "reward": "float32",
+               "action": "int32", "prev_action": "int32"}
+
+
+class FrameRing:
+    def __init__(self, capacity: int, frame_shape: Tuple[int, ...], dtype: str):
+        self.capacity = capacity
+        self.frames = np.zeros((capacity, *frame_shape), dtype)
+        self.written = 0  # frames ever written; absolute position p lives at p % capacity
+
+    def add(self, frames: np.ndarray) -> np.ndarray:
+        """Stores frames; returns their absolute positions."""
+        positions = self.written + np.arange(len(frames))
+        self.frames[positions % self.capacity] = frames
+        self.written += len(frames)
+        return positions
+
+
+class SampledBatch(NamedTuple):
+    indices: np.ndarray  # [B] replay indices, for update_priorities
+    weights: np.ndarray  # [B] importance-sampling weights, max 1
+    sequences: Dict[str, np.ndarray]  # [B, L, ...], observation stacked [B, L, *frame, K]
+
+
+def sequence_bytes(sequence_steps: int, state_size: int) -> int:
+    """Bytes one stored sequence costs besides frames."""
+    per_step = 8 + sum(np.dtype(d).itemsize for d in STEP_FIELDS.values())
+    return sequence_steps * per_step + 4 * state_size + 8 + 8
+
+
+class SequenceReplay:
+    """Sequences of `sequence_steps` = history (K-1) + burn-in + unroll + 1 steps."""
+
+    def __init__(self, capacity_sequences: int, sequence_steps: int, new_steps_per_sequence: int,
+                 frame_shape: Tuple[int, ...], frame_dtype: str, num_stacked_frames: int, state_size: int,
+                 priority_exponent: float = 0.9, importance_exponent: float = 0.6,
+                 frame_slack: float = 0.125, seed: Optional[int] = None):
+        self.capacity = capacity_sequences
+        self.sequence_steps = sequence_steps
+        self.num_stacked_frames = num_stacked_frames
+        self.alpha, self.beta = priority_exponent, importance_exponent
+        frame_capacity = int(capacity_sequences * new_steps_per_sequence * (1 + frame_slack)) + sequence_steps
+        self.ring = FrameRing(frame_capacity, frame_shape, frame_dtype)
+        self.frame_pos = np.zeros((capacity_sequences, sequence_steps), np.int64)
+        self.steps = {k: np.zeros((capacity_sequences, sequence_steps), d) for k, d in STEP_FIELDS.items()}
+        self.core_state = np.zeros((capacity_sequences, state_size), np.float32)
+        self.oldest_frame = np.zeros(capacity_sequences, np.int64)
+        self.tree = SumTree(capacity_sequences)
+        self.size = 0
+        self._next = 0
+        self.num_inserted = 0
+        self.num_dropped = 0
+        self.max_priority = 1.0
+        self._next_scan = 0
+        self._rng = np.random.default_rng(seed)
+        self.lock = threading.Lock()
+
+    @property
+    def nbytes(self) -> int:
+        arrays = [self.ring.frames, self.frame_pos, self.core_state, self.oldest_frame, *self.steps.values()]
+        return sum(a.nbytes for a in arrays)
+
+    def add_frames(self, frames: np.ndarray) -> np.ndarray:
+        with self.lock:
+            positions = self.ring.add(frames)
+            self._evict_overwritten()
+        return positions
+
+    def _horizon(self) -> int:
+        """Sequences whose oldest frame is older than this may lose it before the next scan."""
+        return self.ring.written + self.ring.capacity // 8 - self.ring.capacity
+
+    def _evict_overwritten(self) -> None:
+        # Amortised: one vectorised scan per 1/16 of the ring written.
+        if self.ring.written < self._next_scan:
+            return
+        self._next_scan = self.ring.written + max(1, self.ring.capacity // 16)
+        stale = (self.oldest_frame < self._horizon()) & (self.tree.get(np.arange(self.capacity)) > 0)
+        if stale.any():
+            self.tree.set(np.flatnonzero(stale), np.zeros(int(stale.sum())))
+
+    def insert(self, sequences: Dict[str, np.ndarray]) -> None:
+        """Adds complete sequences ([n, sequence_steps] fields, `frame_pos` and `core_state`)."""
+        with self.lock:
+            oldest = sequences["frame_pos"].min(axis=1)
+            keep = oldest >= self._horizon()
+            self.num_dropped += int((~keep).sum())
+            n = int(keep.sum())
+            if n == 0:
+                return
+            index = (self._next + np.arange(n)) % self.capacity
+            self.frame_pos[index] = sequences["frame_pos"][keep]
+            for k in STEP_FIELDS:
+                self.steps[k][index] = sequences[k][keep]
+            self.core_state[index] = sequences["core_state"][keep]
+            self.oldest_frame[index] = oldest[keep]
+            self.tree.set(index, np.full(n, self.max_priority ** self.alpha))
+            self._next = (self._next + n) % self.capacity
+            self.size = min(self.size + n, self.capacity)
+            self.num_inserted += n
+
+    def sample(self, batch_size: int) -> SampledBatch:
+        with self.lock:
+            indices = self.tree.sample(batch_size, self._rng)
+            probabilities = self.tree.get(indices) / self.tree.total
+            weights = (self.size * np.maximum(probabilities, 1e-12)) ** -self.beta
+            sequences = {k: v[indices] for k, v in self.steps.items()}
+            sequences["core_state"] = self.core_state[indices]
+            frames = self.ring.frames[self.frame_pos[indices] % self.ring.capacity]
+        sequences["observation"] = self._stack(frames, sequences["first"])
+        k = self.num_stacked_frames - 1
+        for name in STEP_FIELDS:
+            sequences[name] = sequences[name][:, k:]
+        return SampledBatch(indices, (weights / weights.max()).astype(np.float32), sequences)
+
+    def _stack(self, frames: np.ndarray, first: np.ndarray) -> np.ndarray:
+        """[B, S, *frame] -> [B, S-K+1, *frame, K], zero before each step's episode start."""
+        k = self.num_stacked_frames
+        steps = frames.shape[1] - k + 1
+        episode = np.cumsum(first, axis=1)  # a frame belongs to step j's stack iff no episode start in between
+        stacked = np.zeros((frames.shape[0], steps, *frames.shape[2:], k), frames.dtype)
+        for m in range(k):  # m-th newest frame; K is a handful
+            source = frames[:, k - 1 - m:k - 1 - m + steps]
+            same_episode = episode[:, k - 1 - m:k - 1 - m + steps] == episode[:, k - 1:]
+            mask = same_episode.reshape(same_episode.shape + (1,) * (frames.ndim - 2))
+            stacked[..., k - 1 - m] = source * mask
+        return stacked
+
+    def update_priorities(self, indices: np.ndarray, priorities: np.ndarray) -> None:
+        with self.lock:
+            live = self.tree.get(indices) > 0  # an evicted sequence stays out
+            priorities = np.maximum(priorities, 1e-6)
+            self.max_priority = max(self.max_priority, float(priorities.max()))
+            self.tree.set(indices[live], priorities[live] ** self.alpha)
