@@ -15,26 +15,24 @@ import tensorflow as tf
 from learner.batcher import InferenceBatcher
 from learner.checkpoints import Checkpointer
 from learner.inference import InferencePipeline
-from learner.optimizers import create_optimizer, current_learning_rate
+from learner.optimizers import current_learning_rate
+from learner.r2d2_agent import R2D2Agent  # noqa: F401  registers @R2D2Agent for the configs
 from learner.service import LearnerServicer, SlotAllocator, start_server
-from learner.unrolls import UnrollQueue
-from learner.vtrace_training import VTraceTrainer
+from learner.vtrace_agent import VTraceAgent
 from seed import envs as seed_envs
-from seed.networks import ActorCriticNetwork
+from seed.gin_setup import save_operative_config
 from seed.rewards import check_reward_clipping
 
 log = logging.getLogger(__name__)
 
 
 class TrainingLoop:
-    """The training thread: batches from the unroll queue, updates, frame budget, periodic checkpoints."""
+    """The training thread: batches from the agent's data source, updates, frame budget, checkpoints."""
 
-    def __init__(self, trainer: VTraceTrainer, unroll_queue: UnrollQueue, checkpointer: Checkpointer,
-                 frames: tf.Variable, frames_per_batch: int, total_frames: int, batch_size: int,
+    def __init__(self, agent, checkpointer: Checkpointer, frames: tf.Variable, total_frames: int,
                  checkpoint_interval_s: float, stop: threading.Event):
-        self.trainer, self.queue, self.checkpointer = trainer, unroll_queue, checkpointer
-        self.frames, self.frames_per_batch, self.total_frames = frames, frames_per_batch, total_frames
-        self.batch_size, self.checkpoint_interval_s, self.stop = batch_size, checkpoint_interval_s, stop
+        self.agent, self.checkpointer, self.frames, self.total_frames = agent, checkpointer, frames, total_frames
+        self.checkpoint_interval_s, self.stop = checkpoint_interval_s, stop
         self.budget_reached = threading.Event()
         self.last_metrics: Dict[str, float] = {}
         self.num_updates = 0
@@ -46,16 +44,16 @@ class TrainingLoop:
         last_save = time.monotonic()
         try:
             while not self.stop.is_set() and int(self.frames.numpy()) < self.total_frames:
-                batch = self.queue.get_batch(self.batch_size, self.stop)
+                batch = self.agent.next_batch(self.stop)
                 if batch is None:
                     break
-                metrics = self.trainer.update(batch)
+                metrics, new_frames = self.agent.update(batch)
+                self.frames.assign_add(new_frames)
                 if not metrics.pop("update_applied"):
                     self.num_skipped_updates += 1
                     log.warning("skipped an update with a non-finite loss or gradient (%d so far)",
                                 self.num_skipped_updates)
                     continue
-                self.frames.assign_add(self.frames_per_batch)
                 self.num_updates += 1
                 self.last_metrics = metrics
                 if time.monotonic() - last_save >= self.checkpoint_interval_s:
@@ -75,10 +73,11 @@ class EpisodeLog:
         is_new = not os.path.exists(path)
         self._file = open(path, "a")
         if is_new:
-            self._file.write("env_frames,raw_return,clipped_return,length_frames\n")
+            self._file.write("env_frames,raw_return,clipped_return,length_frames,evaluation\n")
 
-    def write(self, env_frames: int, episode, length_frames: int) -> None:
-        self._file.write(f"{env_frames},{episode.raw_return},{episode.clipped_return},{length_frames}\n")
+    def write(self, env_frames: int, evaluation: bool, episode, length_frames: int) -> None:
+        self._file.write(f"{env_frames},{episode.raw_return},{episode.clipped_return},{length_frames},"
+                         f"{int(evaluation)}\n")
 
     def flush(self) -> None:
         self._file.flush()
@@ -88,13 +87,14 @@ class Progress:
     """The progress line, LOGDIR/progress.jsonl, LOGDIR/episodes.csv and TensorBoard scalars."""
 
     def __init__(self, logdir: str, pipeline: InferencePipeline, batcher: InferenceBatcher,
-                 training: TrainingLoop, unroll_queue: UnrollQueue, optimizer, frames_per_step: int):
+                 training: TrainingLoop, frames_per_step: int):
         self.writer = tf.summary.create_file_writer(os.path.join(logdir, "summaries"))
         self.episodes_csv = EpisodeLog(os.path.join(logdir, "episodes.csv"))
         self.jsonl = open(os.path.join(logdir, "progress.jsonl"), "a")
         self.pipeline, self.batcher, self.training = pipeline, batcher, training
-        self.queue, self.optimizer, self.frames_per_step = unroll_queue, optimizer, frames_per_step
+        self.agent, self.frames_per_step = pipeline.agent, frames_per_step
         self.returns = collections.deque(maxlen=100)
+        self.evaluation_returns = collections.deque(maxlen=100)
         self.num_episodes = 0
         self._last = (time.monotonic(), int(training.frames.numpy()), 0, 0)
 
@@ -107,56 +107,63 @@ class Progress:
         record = {"time": time.time(), "frames": frames,
                   "frames_per_second": (frames - last_frames) / max(now - last_time, 1e-9),
                   "inference_batch_size": (batched - last_envs) / max(batches - last_batches, 1),
-                  "unroll_queue_depth": len(self.queue), "updates": self.training.num_updates,
-                  "skipped_updates": self.training.num_skipped_updates,
-                  "learning_rate": current_learning_rate(self.optimizer),
+                  "updates": self.training.num_updates, "skipped_updates": self.training.num_skipped_updates,
+                  "learning_rate": current_learning_rate(self.agent.optimizer),
+                  **self.agent.data_metrics(),
                   **{k: float(v) for k, v in self.training.last_metrics.items()}}
         with self.writer.as_default(step=frames):
             self._drain_episodes()
-            for name in ("frames_per_second", "inference_batch_size", "unroll_queue_depth", "learning_rate"):
-                tf.summary.scalar(name, record[name])
-            for name in self.training.last_metrics:
-                tf.summary.scalar(name, record[name])
+            for name, value in record.items():
+                if name not in ("time", "frames", "updates", "skipped_updates"):
+                    tf.summary.scalar(name, value)
         self.writer.flush()
         record["episodes"] = self.num_episodes
         record["mean_return_last_100"] = float(np.mean(self.returns)) if self.returns else None
+        if self.evaluation_returns:
+            record["mean_evaluation_return_last_100"] = float(np.mean(self.evaluation_returns))
         self.jsonl.write(json.dumps(record) + "\n")
         self.jsonl.flush()
-        return format_progress(record, len(self.returns), self.queue.capacity)
+        return format_progress(record, len(self.returns), self.agent.describe_data())
 
     def _drain_episodes(self) -> None:
         while self.pipeline.finished_episodes:
-            env_steps, episode = self.pipeline.finished_episodes.popleft()
+            env_steps, evaluation, episode = self.pipeline.finished_episodes.popleft()
             length_frames = episode.length * self.frames_per_step
-            self.episodes_csv.write(env_steps * self.frames_per_step, episode, length_frames)
-            self.num_episodes += 1
-            self.returns.append(episode.raw_return)
-            tf.summary.scalar("episode/raw_return", episode.raw_return)
-            tf.summary.scalar("episode/clipped_return", episode.clipped_return)
-            tf.summary.scalar("episode/length_frames", length_frames)
+            self.episodes_csv.write(env_steps * self.frames_per_step, evaluation, episode, length_frames)
+            prefix = "evaluation_episode" if evaluation else "episode"
+            tf.summary.scalar(f"{prefix}/raw_return", episode.raw_return)
+            tf.summary.scalar(f"{prefix}/clipped_return", episode.clipped_return)
+            tf.summary.scalar(f"{prefix}/length_frames", length_frames)
+            if evaluation:
+                self.evaluation_returns.append(episode.raw_return)
+            else:
+                self.num_episodes += 1
+                self.returns.append(episode.raw_return)
         self.episodes_csv.flush()
 
 
-def format_progress(record, num_returns: int, queue_capacity: int) -> str:
-    mean_return = record["mean_return_last_100"]
-    mean_return = "n/a" if mean_return is None else f"{mean_return:.1f}"
-    losses = (f"loss pg {record['loss/policy']:+.3f} baseline {record['loss/baseline']:.3f} "
-              f"entropy {record['loss/entropy']:.3f}" if "loss/policy" in record else "loss n/a (filling queue)")
+def format_progress(record, num_returns: int, data: str) -> str:
+    def mean(name):
+        return "n/a" if record.get(name) is None else f"{record[name]:.1f}"
+
+    losses = " ".join(f"{k[5:]} {v:+.3f}" for k, v in record.items() if k.startswith("loss/") and k != "loss/total")
+    evaluation = (f" | eval return {mean('mean_evaluation_return_last_100')}"
+                  if "mean_evaluation_return_last_100" in record else "")
     return (f"frames {record['frames']:,} ({record['frames_per_second']:,.0f}/s) | episodes {record['episodes']} | "
-            f"return(last {num_returns}) {mean_return} | {losses} | "
-            f"inference batch {record['inference_batch_size']:.1f} | "
-            f"queue {record['unroll_queue_depth']}/{queue_capacity}")
+            f"return(last {num_returns}) {mean('mean_return_last_100')}{evaluation} | "
+            f"loss {losses or 'n/a (waiting for data)'} | "
+            f"inference batch {record['inference_batch_size']:.1f} | {data}")
 
 
 @gin.configurable(denylist=["logdir", "address", "stop"])
-def run_learner(logdir: str, address: str, stop: threading.Event, *,
-                inference_batch_size: int = 16, batch_timeout_ms: float = 10.0, unroll_length: int = 20,
-                batch_size: int = 32, unroll_queue_capacity: int = 64, num_stacked_frames: int = 4,
+def run_learner(logdir: str, address: str, stop: threading.Event, *, agent=VTraceAgent,
+                inference_batch_size: int = 16, batch_timeout_ms: float = 10.0, num_stacked_frames: int = 4,
                 reward_clipping: str = "abs_one", total_environment_frames: int = 200_000_000,
                 max_env_slots: int = 256, max_actors: int = 64, max_message_bytes: int = 64 << 20,
                 checkpoint_interval_s: float = 600.0, progress_interval_s: float = 5.0,
                 auth_token_env: str = "SEED_AUTH_TOKEN", seed: Optional[int] = None) -> int:
-    """Serves actors and trains until the frame budget or `stop`; returns a process exit code."""
+    """Serves actors and trains `agent` (VTraceAgent or R2D2Agent) until the frame
+    budget or `stop`; returns a process exit code."""
     check_reward_clipping(reward_clipping)
     address_file = os.path.join(logdir, "learner_address")
     if os.path.exists(address_file):
@@ -165,22 +172,17 @@ def run_learner(logdir: str, address: str, stop: threading.Event, *,
         tf.random.set_seed(seed)
     spec = seed_envs.env_spec()
     log.info("env: %s, %d frames per agent step", spec.describe(), spec.frames_per_step)
-    frames_per_batch = batch_size * unroll_length * spec.frames_per_step
-    agent = ActorCriticNetwork(spec.num_actions, (*spec.observation_shape, num_stacked_frames),
-                               spec.observation_dtype)
-    optimizer = create_optimizer(num_training_steps=total_environment_frames // frames_per_batch)
-    trainer = VTraceTrainer(agent, optimizer)
+    agent = agent(spec, num_stacked_frames=num_stacked_frames, max_slots=max_env_slots,
+                  total_environment_frames=total_environment_frames, stop=stop)
     frames = tf.Variable(0, dtype=tf.int64, name="environment_frames")
-    checkpointer = Checkpointer(os.path.join(logdir, "checkpoints"), agent=agent, optimizer=optimizer,
-                                environment_frames=frames)
+    checkpointer = Checkpointer(os.path.join(logdir, "checkpoints"), environment_frames=frames,
+                                **agent.trackables())
     if checkpointer.restore_latest():
         log.info("resuming at %d environment frames, %d updates", int(frames.numpy()),
-                 int(optimizer.iterations.numpy()))
+                 int(agent.optimizer.iterations.numpy()))
 
-    unroll_queue = UnrollQueue(unroll_queue_capacity)
     pipeline = InferencePipeline(agent, spec, max_slots=max_env_slots, num_stacked_frames=num_stacked_frames,
-                                 unroll_length=unroll_length, reward_clipping=reward_clipping,
-                                 unroll_queue=unroll_queue, stop=stop)
+                                 reward_clipping=reward_clipping)
     slots = SlotAllocator(max_env_slots)
 
     def release(slot_ids):
@@ -188,12 +190,9 @@ def run_learner(logdir: str, address: str, stop: threading.Event, *,
         slots.free(slot_ids)
 
     batcher = InferenceBatcher(pipeline, release, inference_batch_size, batch_timeout_ms)
-    training = TrainingLoop(trainer, unroll_queue, checkpointer, frames, frames_per_batch,
-                            total_environment_frames, batch_size, checkpoint_interval_s, stop)
-    progress = Progress(logdir, pipeline, batcher, training, unroll_queue,
-                        optimizer, spec.frames_per_step)
+    training = TrainingLoop(agent, checkpointer, frames, total_environment_frames, checkpoint_interval_s, stop)
+    progress = Progress(logdir, pipeline, batcher, training, spec.frames_per_step)
     servicer = LearnerServicer(spec, batcher, slots, os.environ.get(auth_token_env, ""))
-    from seed.gin_setup import save_operative_config
     save_operative_config(logdir, "learner")
 
     batcher.start()

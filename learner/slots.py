@@ -24,6 +24,7 @@ class StepInputs(NamedTuple):
 
 
 class FinishedEpisode(NamedTuple):
+    slot: int
     raw_return: float
     clipped_return: float
     length: int  # agent steps
@@ -58,8 +59,8 @@ class SlotTable:
         self.raw_return[slot_ids], self.clipped_return[slot_ids] = raw_return, clipped_return
         self.episode_length[slot_ids] = length
         done = steps.terminated | steps.truncated
-        finished = [FinishedEpisode(float(r), float(c), int(n))
-                    for r, c, n in zip(raw_return[done], clipped_return[done], length[done])]
+        finished = [FinishedEpisode(int(s), float(r), float(c), int(n)) for s, r, c, n in
+                    zip(slot_ids[done], raw_return[done], clipped_return[done], length[done])]
 
         inputs = StepInputs(first, frames, reward, self.prev_action[slot_ids], self.core_state[slot_ids])
         self.prev_done[slot_ids] = done

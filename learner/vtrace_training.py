@@ -26,7 +26,7 @@ class VTraceLoss:
 
     def __call__(self, agent: ActorCriticNetwork, unrolls: Dict[str, tf.Tensor]):
         """`unrolls` holds time-major [T+1, B, ...] tensors; returns (total loss, metrics)."""
-        outputs = agent.unroll(unrolls["prev_action"],
+        outputs, _ = agent.unroll(unrolls["prev_action"],
                                EnvOutput(unrolls["reward"], unrolls["first"], unrolls["observation"]),
                                unrolls["core_state"][0])
         logits = outputs.policy_logits[:-1]

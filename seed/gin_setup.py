@@ -17,7 +17,8 @@ import gin
 CONFIG_DIR = pathlib.Path(__file__).resolve().parent / "configs"
 
 LEARNER_CONFIGURABLES = frozenset({
-    "run_learner", "VTraceLoss", "VTraceTrainer", "create_optimizer", "ActorCriticNetwork",
+    "run_learner", "create_optimizer", "VTraceAgent", "VTraceLoss", "VTraceTrainer", "ActorCriticNetwork",
+    "R2D2Agent", "R2D2Trainer", "DuelingQNetwork",
 })
 
 log = logging.getLogger(__name__)

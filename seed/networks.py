@@ -3,6 +3,7 @@
 One call signature for every agent: `agent(prev_actions, env_outputs, core_state)`
 on one step ([B, ...] tensors), and `agent.unroll(...)` on a time-major unroll
 ([T, B, ...]) that resets the core state where `env_outputs.first` is set.
+V-trace uses ActorCriticNetwork, R2D2 DuelingQNetwork.
 Observations arrive stacked by the learner: [*observation_shape, num_stacked].
 """
 from typing import NamedTuple, Sequence
@@ -63,35 +64,39 @@ def mlp(hidden_sizes: Sequence[int] = (64, 64)) -> keras.Sequential:
 TORSOS = {"nature_cnn": nature_cnn, "impala_resnet": impala_resnet, "mlp": mlp}
 
 
-@gin.configurable
-class ActorCriticNetwork(tf.Module):
-    """Torso -> [LSTM fed with previous action and reward] -> policy logits and baseline."""
+class RecurrentNetwork(tf.Module):
+    """Torso -> [LSTM fed with previous action one-hot and reward] -> heads.
 
-    def __init__(self, num_actions: int, observation_shape: Sequence[int], observation_dtype: str,
-                 torso: str = "nature_cnn", lstm_units: int = 0, mlp_hidden_sizes: Sequence[int] = (64, 64)):
-        super().__init__(name="actor_critic")
+    Subclasses build `self._head_layers` and map core features to their outputs in `_heads`.
+    """
+
+    def __init__(self, name: str, num_actions: int, observation_shape: Sequence[int], observation_dtype: str,
+                 torso: str, lstm_units: int, mlp_hidden_sizes: Sequence[int]):
+        super().__init__(name=name)
         if torso not in TORSOS:
             raise ValueError(f"unknown torso {torso!r}; use one of {sorted(TORSOS)}")
         if torso != "mlp" and len(observation_shape) != 3:
             raise ValueError(f"torso {torso!r} needs image observations (H, W, stack), got shape "
-                             f"{tuple(observation_shape)}; use ActorCriticNetwork.torso = 'mlp'")
+                             f"{tuple(observation_shape)}; use {type(self).__name__}.torso = 'mlp'")
         self.num_actions = num_actions
         self.lstm_units = lstm_units
+        self.observation_shape = tuple(observation_shape)
+        self.observation_dtype = observation_dtype
         self._scale = 1.0 / 255.0 if observation_dtype == "uint8" else 1.0
         self._torso = TORSOS[torso](mlp_hidden_sizes) if torso == "mlp" else TORSOS[torso]()
         self._core = keras.layers.LSTMCell(lstm_units) if lstm_units else None
-        self._policy = keras.layers.Dense(num_actions, name="policy_logits")
-        self._baseline = keras.layers.Dense(1, name="baseline")
-        # Build every variable now so checkpoints and optimizers see them all.
-        batch = 1
-        self(tf.zeros([batch], tf.int32),
-             EnvOutput(tf.zeros([batch]), tf.zeros([batch], tf.bool),
-                       tf.zeros([batch, *observation_shape], observation_dtype)),
-             self.initial_state(batch))
+        self._head_layers = []
+
+    def _build(self) -> None:
+        """Creates every variable now so checkpoints and optimizers see them all."""
+        self(tf.zeros([1], tf.int32),
+             EnvOutput(tf.zeros([1]), tf.zeros([1], tf.bool), tf.zeros([1, *self.observation_shape],
+                                                                      self.observation_dtype)),
+             self.initial_state(1))
 
     @property
     def layers(self):
-        return [layer for layer in (self._torso, self._core, self._policy, self._baseline) if layer is not None]
+        return [layer for layer in (self._torso, self._core, *self._head_layers) if layer is not None]
 
     @property
     def trainable_variables(self):
@@ -112,8 +117,8 @@ class ActorCriticNetwork(tf.Module):
     def _torso_outputs(self, observation):
         return self._torso(tf.cast(observation, tf.float32) * self._scale)
 
-    def _heads(self, features) -> AgentOutput:
-        return AgentOutput(self._policy(features), tf.squeeze(self._baseline(features), -1))
+    def _heads(self, features):
+        raise NotImplementedError
 
     def _core_step(self, features, prev_action, env_output, state):
         first = env_output.first[:, None]
@@ -126,14 +131,15 @@ class ActorCriticNetwork(tf.Module):
         return output, tf.concat([h, c], axis=-1)
 
     def __call__(self, prev_actions, env_outputs: EnvOutput, core_state):
-        """One step for a batch: returns (AgentOutput [B, ...], new core state [B, S])."""
+        """One step for a batch: returns (head outputs [B, ...], new core state [B, S])."""
         features = self._torso_outputs(env_outputs.observation)
         if self._core is not None:
             features, core_state = self._core_step(features, prev_actions, env_outputs, core_state)
         return self._heads(features), core_state
 
-    def unroll(self, prev_actions, env_outputs: EnvOutput, core_state) -> AgentOutput:
-        """A time-major unroll [T, B, ...] from the core state before its first step."""
+    def unroll(self, prev_actions, env_outputs: EnvOutput, core_state):
+        """A time-major unroll [T, B, ...] from the core state before its first step;
+        returns (head outputs [T, B, ...], core state after the last step)."""
         shape = tf.shape(env_outputs.first)
         num_steps, batch = shape[0], shape[1]
         flat_obs = tf.reshape(env_outputs.observation,
@@ -147,4 +153,42 @@ class ActorCriticNetwork(tf.Module):
                 output, core_state = self._core_step(features[t], prev_actions[t], step_output, core_state)
                 outputs = outputs.write(t, output)
             features = outputs.stack()
-        return self._heads(features)
+        return self._heads(features), core_state
+
+
+@gin.configurable
+class ActorCriticNetwork(RecurrentNetwork):
+    """V-trace's network: policy logits and a baseline value."""
+
+    def __init__(self, num_actions: int, observation_shape: Sequence[int], observation_dtype: str,
+                 torso: str = "nature_cnn", lstm_units: int = 0, mlp_hidden_sizes: Sequence[int] = (64, 64)):
+        super().__init__("actor_critic", num_actions, observation_shape, observation_dtype, torso, lstm_units,
+                         mlp_hidden_sizes)
+        self._policy = keras.layers.Dense(num_actions, name="policy_logits")
+        self._baseline = keras.layers.Dense(1, name="baseline")
+        self._head_layers = [self._policy, self._baseline]
+        self._build()
+
+    def _heads(self, features) -> AgentOutput:
+        return AgentOutput(self._policy(features), tf.squeeze(self._baseline(features), -1))
+
+
+@gin.configurable
+class DuelingQNetwork(RecurrentNetwork):
+    """R2D2's network: Q(x, a) = V(x) + A(x, a) - mean_a A(x, a) (Wang et al. 2016) over an LSTM core."""
+
+    def __init__(self, num_actions: int, observation_shape: Sequence[int], observation_dtype: str,
+                 torso: str = "nature_cnn", lstm_units: int = 512, head_hidden_units: int = 512,
+                 mlp_hidden_sizes: Sequence[int] = (64, 64)):
+        super().__init__("dueling_q", num_actions, observation_shape, observation_dtype, torso, lstm_units,
+                         mlp_hidden_sizes)
+        self._value = keras.Sequential([keras.layers.Dense(head_hidden_units, activation="relu"),
+                                        keras.layers.Dense(1)], name="value")
+        self._advantage = keras.Sequential([keras.layers.Dense(head_hidden_units, activation="relu"),
+                                            keras.layers.Dense(num_actions)], name="advantage")
+        self._head_layers = [self._value, self._advantage]
+        self._build()
+
+    def _heads(self, features) -> tf.Tensor:
+        advantage = self._advantage(features)
+        return self._value(features) + advantage - tf.reduce_mean(advantage, axis=-1, keepdims=True)

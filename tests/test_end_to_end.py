@@ -43,8 +43,8 @@ def test_vtrace_learns_cartpole_within_300k_steps(tmp_path):
 
 
 def test_atari_smoke_trains_checkpoints_and_resumes(tmp_path):
-    bindings = ["run_learner.batch_size=2", "run_learner.inference_batch_size=4",
-                "run_learner.unroll_queue_capacity=4", "run_learner.progress_interval_s=2"]
+    bindings = ["VTraceAgent.batch_size=2", "run_learner.inference_batch_size=4",
+                "VTraceAgent.unroll_queue_capacity=4", "run_learner.progress_interval_s=2"]
     actor_bindings = ["run_actor.num_envs=2"]
     frames_per_update = 2 * 20 * 4
     run_to_budget(tmp_path, "atari_vtrace.gin", 2, bindings + [f"run_learner.total_environment_frames={200 * frames_per_update}"],

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from seed.networks import ActorCriticNetwork, EnvOutput
+from seed.networks import ActorCriticNetwork, DuelingQNetwork, EnvOutput
 
 
 def test_unroll_equals_step_by_step_calls_with_state_reset_at_episode_starts():
@@ -17,12 +17,13 @@ def test_unroll_equals_step_by_step_calls_with_state_reset_at_episode_starts():
     prev_actions = tf.constant(rng.integers(0, 3, (T, B)), tf.int32)
     state0 = tf.constant(rng.normal(size=(B, agent.state_size)), tf.float32)
 
-    unrolled = agent.unroll(prev_actions, EnvOutput(rewards, first, obs), state0)
+    unrolled, final_state = agent.unroll(prev_actions, EnvOutput(rewards, first, obs), state0)
     state, logits = state0, []
     for t in range(T):
         out, state = agent(prev_actions[t], EnvOutput(rewards[t], first[t], obs[t]), state)
         logits.append(out.policy_logits)
     np.testing.assert_allclose(unrolled.policy_logits.numpy(), np.stack(logits), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(final_state.numpy(), state.numpy(), rtol=1e-5, atol=1e-5)
 
 
 def test_episode_start_makes_the_output_independent_of_the_old_state():
@@ -46,3 +47,14 @@ def test_image_torsos(torso, num_convs):
 def test_image_torso_on_vector_observations_names_the_fix():
     with pytest.raises(ValueError, match="torso = 'mlp'"):
         ActorCriticNetwork(2, (4, 1), "float32", torso="nature_cnn")
+
+
+def test_dueling_q_network_advantages_average_to_zero_around_the_value():
+    agent = DuelingQNetwork(4, (84, 84, 4), "uint8", lstm_units=16, head_hidden_units=8)
+    q, state = agent(tf.zeros([2], tf.int32), EnvOutput(tf.zeros([2]), tf.ones([2], tf.bool),
+                                                       tf.zeros([2, 84, 84, 4], tf.uint8)), agent.initial_state(2))
+    value = agent._value(agent._core_step(agent._torso_outputs(tf.zeros([2, 84, 84, 4], tf.uint8)),
+                                          tf.zeros([2], tf.int32), EnvOutput(tf.zeros([2]), tf.ones([2], tf.bool), None),
+                                          agent.initial_state(2))[0])
+    assert q.shape == (2, 4) and state.shape == (2, 32)
+    np.testing.assert_allclose(tf.reduce_mean(q, -1).numpy(), value[:, 0].numpy(), rtol=1e-5, atol=1e-6)

@@ -1,0 +1,167 @@
+"""The R2D2 agent on the central-inference learner: epsilon-greedy acting on a
+recurrent dueling Q-network, overlapping sequences into prioritised replay,
+and a training thread that samples at a bounded replay ratio."""
+import threading
+from typing import Dict, Optional, Tuple
+
+import gin
+import numpy as np
+import tensorflow as tf
+
+from learner.inference import batched_policy
+from learner.optimizers import create_optimizer
+from learner.replay import SampledBatch, SequenceReplay, sequence_bytes
+from learner.r2d2_training import R2D2Trainer
+from learner.slots import StepInputs
+from learner.unrolls import UnrollStore
+from seed.codec import EnvStepBatch
+from seed.networks import DuelingQNetwork, EnvOutput
+from seed.specs import EnvSpec
+
+
+def van_der_corput(n: np.ndarray) -> np.ndarray:
+    """Base-2 radical inverse: any first k values spread evenly over [0, 1)."""
+    n = np.asarray(n, np.int64).copy()
+    result, scale = np.zeros(n.shape), 0.5
+    while n.any():
+        result += scale * (n & 1)
+        n >>= 1
+        scale /= 2
+    return result
+
+
+def exploration_epsilons(max_slots: int, num_eval_envs: int, eval_epsilon: float, base: float,
+                         alpha: float) -> np.ndarray:
+    """Ape-X's eps_i = base^(1 + alpha * i / (N - 1)), fixed per slot. The number of envs N
+    is unknown while actors come and go, so the fraction i / (N - 1) is the slot's radical
+    inverse: the slots in use at any time cover the schedule evenly."""
+    training = np.arange(max_slots) - num_eval_envs
+    epsilons = base ** (1 + alpha * van_der_corput(np.maximum(training, 0)))
+    epsilons[:num_eval_envs] = eval_epsilon
+    return epsilons.astype(np.float32)
+
+
+def available_memory_bytes() -> Optional[int]:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+@gin.configurable(denylist=["spec", "num_stacked_frames", "max_slots", "total_environment_frames", "stop"])
+class R2D2Agent:
+    def __init__(self, spec: EnvSpec, num_stacked_frames: int, max_slots: int, total_environment_frames: int,
+                 stop: threading.Event, unroll_length: int = 80, burn_in: int = 40, batch_size: int = 64,
+                 replay_capacity_steps: int = 250_000, min_replay_sequences: int = 500, replay_ratio: float = 4.0,
+                 priority_exponent: float = 0.9, importance_exponent: float = 0.6, num_eval_envs: int = 1,
+                 eval_epsilon: float = 0.001, epsilon_base: float = 0.4, epsilon_alpha: float = 7.0,
+                 seed: Optional[int] = None):
+        shape = (*spec.observation_shape, num_stacked_frames)
+        self.network = DuelingQNetwork(spec.num_actions, shape, spec.observation_dtype)
+        self.target_network = DuelingQNetwork(spec.num_actions, shape, spec.observation_dtype)
+        self.optimizer = create_optimizer(num_training_steps=1)
+        self.trainer = R2D2Trainer(self.network, self.target_network, self.optimizer, burn_in=burn_in)
+        self.unroll_length, self.batch_size, self.replay_ratio = unroll_length, batch_size, replay_ratio
+        self.frames_per_step = spec.frames_per_step
+        self.min_replay_sequences = min_replay_sequences
+        history = num_stacked_frames - 1
+        sequence_steps = history + burn_in + unroll_length + 1
+        capacity = max(1, replay_capacity_steps // unroll_length)
+        self._check_memory(capacity, sequence_steps, spec)
+        self.replay = SequenceReplay(capacity, sequence_steps, unroll_length, spec.observation_shape,
+                                     spec.observation_dtype, num_stacked_frames, self.network.state_size,
+                                     priority_exponent, importance_exponent, seed=seed)
+        self.sequences = UnrollStore(max_slots, sequence_steps - (history + burn_in + 1), {
+            "frame_pos": ((), "int64"), "first": ((), "bool"), "terminated": ((), "bool"),
+            "truncated": ((), "bool"), "reward": ((), "float32"), "action": ((), "int32"),
+            "prev_action": ((), "int32"), "core_state": ((self.network.state_size,), "float32"),
+        }, overlap=history + burn_in + 1, fresh_start=history)
+        self._history = history
+        self.epsilons = exploration_epsilons(max_slots, num_eval_envs, eval_epsilon, epsilon_base, epsilon_alpha)
+        self.evaluation_slots = np.arange(max_slots) < num_eval_envs
+        self._inserted = threading.Condition()
+        self._sampled_steps = 0
+        self._counted_sequences = 0
+
+        @batched_policy(self.network, tf.TensorSpec([None], tf.float32))
+        def policy(prev_actions, env_outputs, core_state, epsilon):
+            q_values, new_state = self.network(prev_actions, env_outputs, core_state)
+            greedy = tf.argmax(q_values, axis=-1, output_type=tf.int32)
+            random = tf.random.uniform(tf.shape(greedy), 0, self.network.num_actions, dtype=tf.int32)
+            explore = tf.random.uniform(tf.shape(epsilon)) < epsilon
+            return tf.where(explore, random, greedy), new_state
+
+        self._policy = policy
+
+    def _check_memory(self, capacity: int, sequence_steps: int, spec: EnvSpec) -> None:
+        frames = int(capacity * self.unroll_length * 1.125) + sequence_steps
+        needed = frames * spec.observation_nbytes + capacity * sequence_bytes(sequence_steps, self.network.state_size)
+        available = available_memory_bytes()
+        if available is not None and needed > 0.8 * available:
+            raise ValueError(
+                f"replay of {capacity * self.unroll_length:,} agent steps needs {needed / 2**30:.1f} GiB but only "
+                f"{available / 2**30:.1f} GiB is available; lower R2D2Agent.replay_capacity_steps")
+
+    def act(self, slot_ids: np.ndarray, inputs: StepInputs, steps: EnvStepBatch):
+        actions, new_state = (x.numpy() for x in self._policy(
+            inputs.prev_action, EnvOutput(inputs.reward, inputs.first, inputs.observation), inputs.core_state,
+            self.epsilons[slot_ids]))
+        train = ~self.evaluation_slots[slot_ids]  # evaluation envs' experience is not stored
+        if train.any():
+            rows = slot_ids[train]
+            complete = self.sequences.append(rows, {
+                "frame_pos": self.replay.add_frames(steps.observations[train]),
+                "first": inputs.first[train], "terminated": steps.terminated[train],
+                "truncated": steps.truncated[train], "reward": inputs.reward[train], "action": actions[train],
+                "prev_action": inputs.prev_action[train], "core_state": inputs.core_state[train]})
+            if complete is not None:
+                complete["core_state"] = complete["core_state"][:, self._history]  # state before the burn-in
+                self.replay.insert(complete)
+                with self._inserted:
+                    self._inserted.notify_all()
+        return actions, new_state
+
+    def release(self, slot_ids: np.ndarray) -> None:
+        self.sequences.reset(slot_ids)
+
+    def _ready(self) -> bool:
+        inserted_steps = self.replay.num_inserted * self.unroll_length
+        return (self.replay.size >= self.min_replay_sequences and
+                self._sampled_steps + self.batch_size * self.unroll_length <= self.replay_ratio * inserted_steps)
+
+    def next_batch(self, stop: threading.Event) -> Optional[SampledBatch]:
+        """Waits for the minimum fill and for the replay ratio to allow another batch."""
+        with self._inserted:
+            while not self._ready():
+                if stop.is_set():
+                    return None
+                self._inserted.wait(0.1)
+        self._sampled_steps += self.batch_size * self.unroll_length
+        return self.replay.sample(self.batch_size)
+
+    def update(self, batch: SampledBatch) -> Tuple[Dict[str, float], int]:
+        metrics, priorities = self.trainer.update(batch.sequences, batch.weights)
+        self.replay.update_priorities(batch.indices, priorities)
+        inserted = self.replay.num_inserted
+        new_frames = (inserted - self._counted_sequences) * self.unroll_length * self.frames_per_step
+        self._counted_sequences = inserted
+        metrics.update({"priority/min": priorities.min(), "priority/mean": priorities.mean(),
+                        "priority/max": priorities.max()})
+        return metrics, new_frames
+
+    def trackables(self) -> Dict[str, object]:
+        # The replay's contents are not checkpointed: a resumed run refills it.
+        return {"agent": self.network, "target_agent": self.target_network, "optimizer": self.optimizer}
+
+    def data_metrics(self) -> Dict[str, float]:
+        training = self.epsilons[~self.evaluation_slots]
+        return {"replay/size_sequences": self.replay.size, "replay/inserted_sequences": self.replay.num_inserted,
+                "replay/sampled_steps": self._sampled_steps, "replay/dropped_sequences": self.replay.num_dropped,
+                "epsilon/min": float(training.min()), "epsilon/max": float(training.max())}
+
+    def describe_data(self) -> str:
+        return f"replay {self.replay.size}/{self.replay.capacity} sequences"

@@ -1,0 +1,78 @@
+"""One R2D2 update: burn-in, n-step double-Q targets on rescaled values,
+importance-weighted loss, new priorities, periodic target-network copy."""
+from typing import Dict
+
+import gin
+import numpy as np
+import tensorflow as tf
+
+from seed import r2d2
+from seed.networks import DuelingQNetwork, EnvOutput
+
+
+@gin.configurable(denylist=["online", "target", "optimizer", "burn_in"])
+class R2D2Trainer:
+    def __init__(self, online: DuelingQNetwork, target: DuelingQNetwork, optimizer, burn_in: int,
+                 discount: float = 0.997, n_steps: int = 5, target_update_period: int = 2500,
+                 max_gradient_norm: float = 80.0, priority_eta: float = 0.9):
+        self.online, self.target, self.optimizer = online, target, optimizer
+        self.burn_in, self.discount, self.n_steps = burn_in, discount, n_steps
+        self.target_update_period = target_update_period
+        self.max_gradient_norm = max_gradient_norm
+        self.priority_eta = priority_eta
+        optimizer.build(online.trainable_variables)  # create slots now so checkpoints restore them
+        self.copy_to_target()
+        self._update = tf.function(self._update_impl)
+
+    def copy_to_target(self) -> None:
+        for target, online in zip(self.target.variables, self.online.variables):
+            target.assign(online)
+
+    def _unroll(self, network, sequences, start_state):
+        """Q-values after the burn-in, from a state warmed up on the burn-in steps without gradient."""
+        b = self.burn_in
+        env_outputs = EnvOutput(sequences["reward"], sequences["first"], sequences["observation"])
+        state = start_state
+        if b:
+            burn = EnvOutput(*(x[:b] for x in env_outputs))
+            _, state = network.unroll(sequences["prev_action"][:b], burn, state)
+            state = tf.stop_gradient(state)
+        rest = EnvOutput(*(x[b:] for x in env_outputs))
+        q_values, _ = network.unroll(sequences["prev_action"][b:], rest, state)
+        return q_values
+
+    def _update_impl(self, sequences, weights):
+        b = self.burn_in
+        target_q = self._unroll(self.target, sequences, sequences["core_state"])
+        variables = self.online.trainable_variables
+        with tf.GradientTape() as tape:
+            q = self._unroll(self.online, sequences, sequences["core_state"])
+            best = tf.argmax(q, axis=-1, output_type=tf.int32)  # double Q: online picks, target evaluates
+            bootstrap = tf.gather(target_q, best, batch_dims=2)
+            targets = tf.stop_gradient(r2d2.n_step_targets(
+                sequences["reward"][b:], sequences["terminated"][b:], sequences["truncated"][b:], bootstrap,
+                self.discount, self.n_steps))
+            taken = tf.gather(q[:-1], sequences["action"][b:-1], batch_dims=2)
+            done = tf.cast(sequences["terminated"][b:-1] | sequences["truncated"][b:-1], tf.float32)
+            valid = 1.0 - done
+            td = (targets - taken) * valid
+            per_sequence = 0.5 * tf.reduce_sum(tf.square(td), 0) / tf.maximum(tf.reduce_sum(valid, 0), 1.0)
+            loss = tf.reduce_mean(weights * per_sequence)
+        gradients = tape.gradient(loss, variables)
+        gradients, norm = tf.clip_by_global_norm(gradients, self.max_gradient_norm)
+        finite = tf.math.is_finite(loss) & tf.math.is_finite(norm)
+        if finite:
+            self.optimizer.apply_gradients(zip(gradients, variables))
+        abs_td = tf.abs(td)
+        mean_abs_td = tf.reduce_sum(abs_td, 0) / tf.maximum(tf.reduce_sum(valid, 0), 1.0)
+        priorities = self.priority_eta * tf.reduce_max(abs_td, 0) + (1 - self.priority_eta) * mean_abs_td
+        return {"loss/td": loss, "mean_abs_td": tf.reduce_mean(mean_abs_td), "gradient_norm": norm,
+                "update_applied": finite}, priorities
+
+    def update(self, sequences: Dict[str, np.ndarray], weights: np.ndarray):
+        """`sequences` batch-major [B, L, ...]; returns (metrics, new priorities [B])."""
+        time_major = {k: (np.swapaxes(v, 0, 1) if k != "core_state" else v) for k, v in sequences.items()}
+        metrics, priorities = self._update(time_major, weights)
+        if int(self.optimizer.iterations.numpy()) % self.target_update_period == 0:
+            self.copy_to_target()
+        return {k: v.numpy() for k, v in metrics.items()}, priorities.numpy()

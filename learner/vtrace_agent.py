@@ -1,0 +1,84 @@
+"""The V-trace (IMPALA) agent on the central-inference learner: sample from the
+policy, assemble unrolls from the same steps, train on batches of them."""
+import threading
+from typing import Dict, Optional, Tuple
+
+import gin
+import numpy as np
+import tensorflow as tf
+
+from learner.batcher import LearnerStopped
+from learner.inference import batched_policy
+from learner.optimizers import create_optimizer
+from learner.slots import StepInputs
+from learner.unrolls import UnrollQueue, UnrollStore
+from learner.vtrace_training import VTraceTrainer
+from seed.codec import EnvStepBatch
+from seed.networks import ActorCriticNetwork, EnvOutput
+from seed.specs import EnvSpec
+
+
+@gin.configurable(denylist=["spec", "num_stacked_frames", "max_slots", "total_environment_frames", "stop"])
+class VTraceAgent:
+    """Unrolls go through a bounded queue: when training falls behind, inference
+    blocks on it, which keeps the policy lag at most `unroll_queue_capacity` unrolls."""
+
+    evaluation_slots = None
+
+    def __init__(self, spec: EnvSpec, num_stacked_frames: int, max_slots: int, total_environment_frames: int,
+                 stop: threading.Event, unroll_length: int = 20, batch_size: int = 32,
+                 unroll_queue_capacity: int = 64):
+        self.network = ActorCriticNetwork(spec.num_actions, (*spec.observation_shape, num_stacked_frames),
+                                          spec.observation_dtype)
+        self.frames_per_update = batch_size * unroll_length * spec.frames_per_step
+        self.optimizer = create_optimizer(num_training_steps=total_environment_frames // self.frames_per_update)
+        self.trainer = VTraceTrainer(self.network, self.optimizer)
+        self.batch_size = batch_size
+        self.queue = UnrollQueue(unroll_queue_capacity)
+        self.unrolls = UnrollStore(max_slots, unroll_length, {
+            "observation": (self.network.observation_shape, spec.observation_dtype),
+            "reward": ((), "float32"), "first": ((), "bool"), "terminated": ((), "bool"),
+            "truncated": ((), "bool"), "prev_action": ((), "int32"), "action": ((), "int32"),
+            "behaviour_logits": ((spec.num_actions,), "float32"),
+            "core_state": ((self.network.state_size,), "float32"),
+        })
+        self._stop = stop
+
+        @batched_policy(self.network)
+        def policy(prev_actions, env_outputs, core_state):
+            outputs, new_state = self.network(prev_actions, env_outputs, core_state)
+            actions = tf.random.categorical(outputs.policy_logits, 1, dtype=tf.int32)[:, 0]
+            return actions, outputs.policy_logits, new_state
+
+        self._policy = policy
+
+    def act(self, slot_ids: np.ndarray, inputs: StepInputs, steps: EnvStepBatch):
+        actions, logits, new_state = (x.numpy() for x in self._policy(
+            inputs.prev_action, EnvOutput(inputs.reward, inputs.first, inputs.observation), inputs.core_state))
+        complete = self.unrolls.append(slot_ids, {
+            "observation": inputs.observation, "reward": inputs.reward, "first": inputs.first,
+            "terminated": steps.terminated, "truncated": steps.truncated, "prev_action": inputs.prev_action,
+            "action": actions, "behaviour_logits": logits, "core_state": inputs.core_state})
+        if complete is not None and not self.queue.put(complete, self._stop):
+            raise LearnerStopped()
+        return actions, new_state
+
+    def release(self, slot_ids: np.ndarray) -> None:
+        self.unrolls.reset(slot_ids)
+
+    def next_batch(self, stop: threading.Event) -> Optional[Dict[str, np.ndarray]]:
+        return self.queue.get_batch(self.batch_size, stop)
+
+    def update(self, batch) -> Tuple[Dict[str, float], int]:
+        """Returns the update's metrics and the environment frames it consumed."""
+        metrics = self.trainer.update(batch)
+        return metrics, self.frames_per_update if metrics["update_applied"] else 0
+
+    def trackables(self) -> Dict[str, object]:
+        return {"agent": self.network, "optimizer": self.optimizer}
+
+    def data_metrics(self) -> Dict[str, float]:
+        return {"unroll_queue/depth": len(self.queue)}
+
+    def describe_data(self) -> str:
+        return f"queue {len(self.queue)}/{self.queue.capacity}"
