@@ -55,14 +55,14 @@ def saved_frames(logdir):
 def test_ctrl_c_stops_every_process_saves_and_the_same_command_resumes(tmp_path):
     command = ("classic", "vtrace", "2", "2", "--logdir", str(tmp_path))
     run = RunLocal(*command)
-    run.wait_for("loss pg")  # a progress line after training began
+    run.wait_for("loss policy")  # a progress line after training began
     run.ctrl_c()
     frames = saved_frames(tmp_path)
     assert frames > 0
 
     run = RunLocal(*command)
     run.wait_for(f"resuming at {frames} environment frames")
-    run.wait_for("loss pg")
+    run.wait_for("loss policy")
     run.ctrl_c()
     assert saved_frames(tmp_path) > frames
 
