@@ -153,7 +153,10 @@ class RecurrentNetwork(tf.Module):
                 output, core_state = self._core_step(features[t], prev_actions[t], step_output, core_state)
                 outputs = outputs.write(t, output)
             features = outputs.stack()
-        return self._heads(features), core_state
+        # Heads see [T*B, F] like in a single step (Keras models fix their input rank once built).
+        heads = self._heads(tf.reshape(features, [num_steps * batch, features.shape[-1]]))
+        unflatten = lambda x: tf.reshape(x, tf.concat([[num_steps, batch], tf.shape(x)[1:]], 0))
+        return tf.nest.map_structure(unflatten, heads), core_state
 
 
 @gin.configurable

@@ -71,7 +71,7 @@ def stop(processes, timeout_s: float = 30.0) -> List[int]:
     return codes
 
 
-def read_episodes(logdir):
-    """Rows of LOGDIR/episodes.csv as (env_frames, raw_return)."""
-    lines = (pathlib.Path(logdir) / "episodes.csv").read_text().splitlines()[1:]
-    return [(int(line.split(",")[0]), float(line.split(",")[1])) for line in lines]
+def read_episodes(logdir, evaluation=False):
+    """(env_frames, raw_return) rows of LOGDIR/episodes.csv, of training or of evaluation envs."""
+    rows = [line.split(",") for line in (pathlib.Path(logdir) / "episodes.csv").read_text().splitlines()[1:]]
+    return [(int(r[0]), float(r[1])) for r in rows if bool(int(r[4])) == evaluation]

@@ -1,0 +1,26 @@
+import threading
+
+import numpy as np
+import pytest
+
+from learner.r2d2_agent import R2D2Agent, exploration_epsilons, van_der_corput
+from seed.specs import EnvSpec
+
+
+def test_epsilons_follow_the_ape_x_schedule_for_any_number_of_slots_in_use():
+    eps = exploration_epsilons(64, num_eval_envs=2, eval_epsilon=0.001, base=0.4, alpha=7.0)
+    assert eps[:2].tolist() == pytest.approx([0.001, 0.001])
+    training = eps[2:]
+    assert training.max() == pytest.approx(0.4) and training.min() >= 0.4 ** 8
+    # The first 16 training slots hit 16 evenly spaced points of the schedule.
+    exponents = np.sort((np.log(training[:16]) / np.log(0.4) - 1) / 7)
+    np.testing.assert_allclose(exponents, np.arange(16) / 16, atol=1e-6)
+    assert van_der_corput(np.arange(4)).tolist() == [0.0, 0.5, 0.25, 0.75]
+
+
+def test_replay_that_cannot_fit_in_memory_is_refused_at_start():
+    spec = EnvSpec((84, 84), "uint8", 6, 4)
+    with pytest.raises(ValueError, match=r"needs [\d.]+ GiB but only [\d.]+ GiB is available; lower "
+                                         r"R2D2Agent.replay_capacity_steps"):
+        R2D2Agent(spec, num_stacked_frames=4, max_slots=4, total_environment_frames=1000, stop=threading.Event(),
+                  replay_capacity_steps=10 ** 9)
