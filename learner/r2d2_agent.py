@@ -2,6 +2,7 @@
 recurrent dueling Q-network, overlapping sequences into prioritised replay,
 and a training thread that samples at a bounded replay ratio."""
 import threading
+import time
 from typing import Dict, Optional, Tuple
 
 import gin
@@ -86,6 +87,7 @@ class R2D2Agent:
         self._inserted = threading.Condition()
         self._sampled_steps = 0
         self._counted_sequences = 0
+        self._last_rates = (time.monotonic(), 0, 0)
 
         @batched_policy(self.network, tf.TensorSpec([None], tf.float32))
         def policy(prev_actions, env_outputs, core_state, epsilon):
@@ -158,9 +160,15 @@ class R2D2Agent:
         return {"agent": self.network, "target_agent": self.target_network, "optimizer": self.optimizer}
 
     def data_metrics(self) -> Dict[str, float]:
+        """Replay fill, insert and sample rates (agent steps/s since the last call), epsilon range."""
+        now, inserted = time.monotonic(), self.replay.num_inserted * self.unroll_length
+        last_time, last_inserted, last_sampled = self._last_rates
+        elapsed = max(now - last_time, 1e-9)
+        self._last_rates = (now, inserted, self._sampled_steps)
         training = self.epsilons[~self.evaluation_slots]
-        return {"replay/size_sequences": self.replay.size, "replay/inserted_sequences": self.replay.num_inserted,
-                "replay/sampled_steps": self._sampled_steps, "replay/dropped_sequences": self.replay.num_dropped,
+        return {"replay/size_sequences": self.replay.size, "replay/dropped_sequences": self.replay.num_dropped,
+                "replay/insert_steps_per_second": (inserted - last_inserted) / elapsed,
+                "replay/sample_steps_per_second": (self._sampled_steps - last_sampled) / elapsed,
                 "epsilon/min": float(training.min()), "epsilon/max": float(training.max())}
 
     def describe_data(self) -> str:
