@@ -1,5 +1,6 @@
 """`seed-learner`: the learner role's command line."""
 import argparse
+import logging
 import os
 import sys
 import time
@@ -30,7 +31,12 @@ def main(argv=None) -> int:
     import actors.actor  # noqa: F401  registers the actor's configurables so every binding is checked
     from learner.learner import run_learner
     gin_setup.parse(args.gin_config, args.gin_bindings)
-    return run_learner(logdir, args.address, stop)
+    try:
+        return run_learner(logdir, args.address, stop)
+    except (ValueError, OSError) as e:  # bad settings found at start: one line, not a traceback
+        logging.getLogger("learner").debug("start failed", exc_info=True)
+        print(f"seed-learner: error: {str(e).splitlines()[0]}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -73,3 +73,11 @@ def test_sticky_config_sets_repeat_action_probability():
         assert gin.query_parameter("create_atari_envs.game") == "Pong"
     finally:
         gin.clear_config()
+
+
+def test_learner_reports_bad_settings_found_at_start_in_one_line(tmp_path):
+    result = run_role("learner", "--gin_config", "classic_vtrace.gin", "--logdir", str(tmp_path),
+                      "--gin_bindings", "run_learner.reward_clipping='tanh'")
+    assert result.returncode == 2
+    assert "seed-learner: error: unknown reward_clipping 'tanh'; use one of" in result.stderr
+    assert "Traceback" not in result.stderr
