@@ -5,7 +5,6 @@ one stream, says hello, resets its envs and then alternates: send all envs'
 newest observation, reward and end flags; receive one action per env.
 """
 import logging
-import os
 import queue
 import random
 import threading
@@ -17,6 +16,7 @@ import grpc
 import numpy as np
 
 from seed import codec, seed_pb2_grpc
+from seed.auth import read_auth_token
 from seed.envs import create_envs
 from seed.gin_setup import save_operative_config
 
@@ -70,13 +70,13 @@ def run_actor(learner_address: str, actor_index: int, stop: threading.Event, log
               num_envs: int = 4,
               seed: int = 0, reconnect_timeout_s: float = 300.0, max_backoff_s: float = 30.0,
               max_message_bytes: int = 64 << 20, progress_interval_s: float = 30.0,
-              auth_token_env: str = "SEED_AUTH_TOKEN") -> int:
+              auth_token_env: str = "SEED_AUTH_TOKEN", auth_token_file: Optional[str] = None) -> int:
     """Streams to the learner until `stop`, a fatal answer, or `reconnect_timeout_s` without it."""
     envs = create_envs(num_envs)
     name = f"actor_{actor_index}"
     if logdir and actor_index == 0:  # every actor of a run gets the same config
         save_operative_config(logdir, "actor")
-    hello = codec.make_hello(name, num_envs, envs.spec, os.environ.get(auth_token_env, ""))
+    hello = codec.make_hello(name, num_envs, envs.spec, read_auth_token(auth_token_env, auth_token_file))
     options = [("grpc.max_receive_message_length", max_message_bytes),
                ("grpc.max_send_message_length", max_message_bytes)]
     backoff_s, connection = 0.5, 0

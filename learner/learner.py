@@ -20,6 +20,7 @@ from learner.r2d2_agent import R2D2Agent  # noqa: F401  registers @R2D2Agent for
 from learner.service import LearnerServicer, SlotAllocator, start_server
 from learner.vtrace_agent import VTraceAgent
 from seed import envs as seed_envs
+from seed.auth import read_auth_token
 from seed.gin_setup import save_operative_config
 from seed.rewards import check_reward_clipping
 
@@ -30,9 +31,10 @@ class TrainingLoop:
     """The training thread: batches from the agent's data source, updates, frame budget, checkpoints."""
 
     def __init__(self, agent, checkpointer: Checkpointer, frames: tf.Variable, total_frames: int,
-                 checkpoint_interval_s: float, stop: threading.Event):
+                 checkpoint_interval_s: float, stop: threading.Event, max_consecutive_skipped_updates: int = 100):
         self.agent, self.checkpointer, self.frames, self.total_frames = agent, checkpointer, frames, total_frames
         self.checkpoint_interval_s, self.stop = checkpoint_interval_s, stop
+        self.max_consecutive_skipped_updates = max_consecutive_skipped_updates
         self.budget_reached = threading.Event()
         self.last_metrics: Dict[str, float] = {}
         self.num_updates = 0
@@ -41,7 +43,7 @@ class TrainingLoop:
         self.thread = threading.Thread(target=self._run, name="training", daemon=True)
 
     def _run(self) -> None:
-        last_save = time.monotonic()
+        last_save, skipped_in_a_row = time.monotonic(), 0
         try:
             while not self.stop.is_set() and int(self.frames.numpy()) < self.total_frames:
                 batch = self.agent.next_batch(self.stop)
@@ -51,9 +53,15 @@ class TrainingLoop:
                 self.frames.assign_add(new_frames)
                 if not metrics.pop("update_applied"):
                     self.num_skipped_updates += 1
+                    skipped_in_a_row += 1
                     log.warning("skipped an update with a non-finite loss or gradient (%d so far)",
                                 self.num_skipped_updates)
+                    if skipped_in_a_row >= self.max_consecutive_skipped_updates:
+                        raise FloatingPointError(
+                            f"{skipped_in_a_row} updates in a row had a non-finite loss or gradient; stopping and "
+                            "keeping the last checkpoint (lower the learning rate or check the rewards)")
                     continue
+                skipped_in_a_row = 0
                 self.num_updates += 1
                 self.last_metrics = metrics
                 if time.monotonic() - last_save >= self.checkpoint_interval_s:
@@ -61,6 +69,9 @@ class TrainingLoop:
                     last_save = time.monotonic()
             if int(self.frames.numpy()) >= self.total_frames:
                 self.budget_reached.set()
+        except FloatingPointError as e:
+            log.error("%s", e)
+            self.error = e
         except Exception as e:  # The supervisor reports it and stops the learner.
             log.exception("training failed")
             self.error = e
@@ -161,10 +172,13 @@ def run_learner(logdir: str, address: str, stop: threading.Event, *, agent=VTrac
                 reward_clipping: str = "abs_one", total_environment_frames: int = 200_000_000,
                 max_env_slots: int = 256, max_actors: int = 64, max_message_bytes: int = 64 << 20,
                 checkpoint_interval_s: float = 600.0, progress_interval_s: float = 5.0,
-                auth_token_env: str = "SEED_AUTH_TOKEN", seed: Optional[int] = None) -> int:
+                max_consecutive_skipped_updates: int = 100,
+                auth_token_env: str = "SEED_AUTH_TOKEN", auth_token_file: Optional[str] = None,
+                seed: Optional[int] = None) -> int:
     """Serves actors and trains `agent` (VTraceAgent or R2D2Agent) until the frame
     budget or `stop`; returns a process exit code."""
     check_reward_clipping(reward_clipping)
+    auth_token = read_auth_token(auth_token_env, auth_token_file)
     address_file = os.path.join(logdir, "learner_address")
     if os.path.exists(address_file):
         os.remove(address_file)  # a stale address from an earlier run must not be read
@@ -190,9 +204,10 @@ def run_learner(logdir: str, address: str, stop: threading.Event, *, agent=VTrac
         slots.free(slot_ids)
 
     batcher = InferenceBatcher(pipeline, release, inference_batch_size, batch_timeout_ms)
-    training = TrainingLoop(agent, checkpointer, frames, total_environment_frames, checkpoint_interval_s, stop)
+    training = TrainingLoop(agent, checkpointer, frames, total_environment_frames, checkpoint_interval_s, stop,
+                            max_consecutive_skipped_updates)
     progress = Progress(logdir, pipeline, batcher, training, spec.frames_per_step)
-    servicer = LearnerServicer(spec, batcher, slots, os.environ.get(auth_token_env, ""))
+    servicer = LearnerServicer(spec, batcher, slots, auth_token)
     save_operative_config(logdir, "learner")
 
     batcher.start()
@@ -231,5 +246,8 @@ def _supervise(stop, progress_interval_s, progress, training, batcher, server, c
     batcher.stop()
     server.stop(grace=1.0).wait()
     print(progress.report(), flush=True)
-    checkpointer.save()
+    if training.error is None:
+        checkpointer.save()
+    else:
+        log.error("no checkpoint written after the failure; the latest is %s", checkpointer.latest)
     return exit_code

@@ -112,3 +112,24 @@ def test_more_envs_than_slots_is_resource_exhausted(learner):
     assert error.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
     assert "max_env_slots" in error.value.details()
     client.close()
+
+
+def test_wrong_or_missing_token_is_unauthenticated_and_the_right_one_is_served():
+    slots = SlotAllocator(4)
+    batcher = InferenceBatcher(lambda ids, steps: np.zeros(len(ids), np.int32), slots.free, 16, 5)
+    batcher.start()
+    server = start_server(LearnerServicer(SPEC, batcher, slots, auth_token="s3cret"), "127.0.0.1:0", 4, 1 << 20)
+    address = f"127.0.0.1:{server.seed_port}"
+    try:
+        for token in ("", "s3cre", "s3cret-and-more"):
+            client = Client(address)
+            with pytest.raises(grpc.RpcError) as error:
+                client.send(codec.make_hello("a", 1, SPEC, auth_token=token))
+            assert error.value.code() == grpc.StatusCode.UNAUTHENTICATED
+            client.close()
+        client = Client(address)
+        assert len(client.send(codec.make_hello("a", 1, SPEC, auth_token="s3cret")).welcome.slot_ids) == 1
+        client.close()
+    finally:
+        server.stop(0).wait()
+        batcher.stop()
