@@ -53,8 +53,9 @@ class SlotTable:
 
         reward = clip_rewards(steps.rewards, self._reward_clipping)
         not_first = ~first
-        raw_return = self.raw_return[slot_ids] * not_first + steps.rewards
-        clipped_return = self.clipped_return[slot_ids] * not_first + reward
+        # A first step's reward belongs to no transition (it is the reset step's, 0 for gym envs).
+        raw_return = (self.raw_return[slot_ids] + steps.rewards) * not_first
+        clipped_return = (self.clipped_return[slot_ids] + reward) * not_first
         length = self.episode_length[slot_ids] * not_first + not_first
         self.raw_return[slot_ids], self.clipped_return[slot_ids] = raw_return, clipped_return
         self.episode_length[slot_ids] = length

@@ -6,7 +6,7 @@ on one step ([B, ...] tensors), and `agent.unroll(...)` on a time-major unroll
 V-trace uses ActorCriticNetwork, R2D2 DuelingQNetwork.
 Observations arrive stacked by the learner: [*observation_shape, num_stacked].
 """
-from typing import NamedTuple, Sequence
+from typing import NamedTuple, Optional, Sequence
 
 import gin
 import keras
@@ -67,12 +67,16 @@ TORSOS = {"nature_cnn": nature_cnn, "impala_resnet": impala_resnet, "mlp": mlp}
 class RecurrentNetwork(tf.Module):
     """Torso -> [LSTM fed with previous action one-hot and reward] -> heads.
 
+    The torso defaults to the Nature CNN for image stacks and an MLP otherwise.
+
     Subclasses build `self._head_layers` and map core features to their outputs in `_heads`.
     """
 
     def __init__(self, name: str, num_actions: int, observation_shape: Sequence[int], observation_dtype: str,
-                 torso: str, lstm_units: int, mlp_hidden_sizes: Sequence[int]):
+                 torso: Optional[str], lstm_units: int, mlp_hidden_sizes: Sequence[int]):
         super().__init__(name=name)
+        if torso is None:  # the usual choice for the observation's kind
+            torso = "nature_cnn" if len(observation_shape) == 3 else "mlp"
         if torso not in TORSOS:
             raise ValueError(f"unknown torso {torso!r}; use one of {sorted(TORSOS)}")
         if torso != "mlp" and len(observation_shape) != 3:
@@ -164,7 +168,7 @@ class ActorCriticNetwork(RecurrentNetwork):
     """V-trace's network: policy logits and a baseline value."""
 
     def __init__(self, num_actions: int, observation_shape: Sequence[int], observation_dtype: str,
-                 torso: str = "nature_cnn", lstm_units: int = 0, mlp_hidden_sizes: Sequence[int] = (64, 64)):
+                 torso: Optional[str] = None, lstm_units: int = 0, mlp_hidden_sizes: Sequence[int] = (64, 64)):
         super().__init__("actor_critic", num_actions, observation_shape, observation_dtype, torso, lstm_units,
                          mlp_hidden_sizes)
         self._policy = keras.layers.Dense(num_actions, name="policy_logits")
@@ -181,7 +185,7 @@ class DuelingQNetwork(RecurrentNetwork):
     """R2D2's network: Q(x, a) = V(x) + A(x, a) - mean_a A(x, a) (Wang et al. 2016) over an LSTM core."""
 
     def __init__(self, num_actions: int, observation_shape: Sequence[int], observation_dtype: str,
-                 torso: str = "nature_cnn", lstm_units: int = 512, head_hidden_units: int = 512,
+                 torso: Optional[str] = None, lstm_units: int = 512, head_hidden_units: int = 512,
                  mlp_hidden_sizes: Sequence[int] = (64, 64)):
         super().__init__("dueling_q", num_actions, observation_shape, observation_dtype, torso, lstm_units,
                          mlp_hidden_sizes)
