@@ -1,0 +1,89 @@
+"""Component throughputs on this machine and the end-to-end bound they imply.
+
+    .venv/bin/python benchmarks/components.py [--config atari_vtrace.gin] [--seconds 5]
+
+Prints one JSON object per line: raw env stepping through the actor's own
+vectorised env path, policy inference per batch size, one V-trace training
+step at the configured batch x unroll, and the bound 1 / sum(1 / throughput)
+that the three imply when they share the machine (as DESIGN.md computes it).
+No test asserts these numbers.
+"""
+import argparse
+import json
+import os
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+
+
+def timed(fn, seconds: float, warmup: int = 3) -> float:
+    """Calls fn until `seconds` pass; returns calls per second."""
+    for _ in range(warmup):
+        fn()
+    calls, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        fn()
+        calls += 1
+    return calls / (time.perf_counter() - start)
+
+
+def emit(**record):
+    print(json.dumps(record), flush=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--config", default="atari_vtrace.gin")
+    parser.add_argument("--envs", type=int, default=16, help="envs stepped together (actors x envs per actor)")
+    parser.add_argument("--seconds", type=float, default=5.0)
+    args = parser.parse_args()
+
+    import gin
+    import tensorflow as tf
+    import actors.actor  # noqa: F401  (registers every configurable the configs name)
+    import learner.learner  # noqa: F401
+    from learner.inference import InferencePipeline
+    from learner.vtrace_agent import VTraceAgent
+    from seed import envs as seed_envs, gin_setup
+    from seed.codec import EnvStepBatch
+
+    gin_setup.parse([args.config], [])
+    envs = seed_envs.create_envs(args.envs)
+    spec = envs.spec
+    envs.reset(seed=0)
+    rng = np.random.default_rng(0)
+    env_steps = args.envs * timed(lambda: envs.step(rng.integers(0, spec.num_actions, args.envs)), args.seconds)
+    emit(component="env_stepping", envs=args.envs, agent_steps_per_s=env_steps,
+         frames_per_s=env_steps * spec.frames_per_step)
+
+    stacked = gin.query_parameter("run_learner.num_stacked_frames")
+    agent = VTraceAgent(spec, num_stacked_frames=stacked, max_slots=256, total_environment_frames=10 ** 9,
+                        stop=threading.Event())
+    pipeline = InferencePipeline(agent, spec, max_slots=256, num_stacked_frames=stacked, reward_clipping="abs_one")
+    inference = {}
+    for batch in (1, 8, 32, 64, 128):
+        observations = rng.integers(0, 255, (batch, *spec.observation_shape)).astype(spec.observation_dtype)
+        steps = EnvStepBatch(observations, np.zeros(batch, np.float32), np.zeros(batch, bool), np.zeros(batch, bool))
+        ids = np.arange(batch)
+        agent.queue.capacity = 10 ** 9  # nothing trains here; let unrolls pile up
+        inference[batch] = batch * timed(lambda: pipeline(ids, steps), args.seconds)
+        emit(component="inference", batch=batch, observations_per_s=inference[batch])
+
+    batch = agent.queue.get_batch(agent.batch_size, threading.Event())
+    training = agent.frames_per_update / spec.frames_per_step * timed(lambda: agent.update(batch), args.seconds, 2)
+    emit(component="training_step", batch_size=agent.batch_size, agent_steps_per_s=training)
+
+    served_batch = min(inference, key=lambda b: abs(b - gin.query_parameter("run_learner.inference_batch_size")))
+    bound = 1.0 / (1.0 / env_steps + 1.0 / inference[served_batch] + 1.0 / training)
+    emit(component="bound", inference_batch=served_batch, agent_steps_per_s=bound,
+         frames_per_s=bound * spec.frames_per_step, tensorflow=tf.__version__, cpus=os.cpu_count())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
