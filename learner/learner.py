@@ -172,7 +172,7 @@ def run_learner(logdir: str, address: str, stop: threading.Event, *, agent=VTrac
                 reward_clipping: str = "abs_one", total_environment_frames: int = 200_000_000,
                 max_env_slots: int = 256, max_actors: int = 64, max_message_bytes: int = 64 << 20,
                 checkpoint_interval_s: float = 600.0, progress_interval_s: float = 5.0,
-                max_consecutive_skipped_updates: int = 100,
+                max_consecutive_skipped_updates: int = 100, actor_idle_timeout_s: float = 300.0,
                 auth_token_env: str = "SEED_AUTH_TOKEN", auth_token_file: Optional[str] = None,
                 seed: Optional[int] = None) -> int:
     """Serves actors and trains `agent` (VTraceAgent or R2D2Agent) until the frame
@@ -216,7 +216,8 @@ def run_learner(logdir: str, address: str, stop: threading.Event, *, agent=VTrac
     _write_atomically(os.path.join(logdir, "learner_address"), f"{host}:{server.seed_port}\n")
     log.info("learner listening on %s:%d", host, server.seed_port)
     training.thread.start()
-    return _supervise(stop, progress_interval_s, progress, training, batcher, server, checkpointer)
+    return _supervise(stop, progress_interval_s, progress, training, batcher, server, servicer, checkpointer,
+                      actor_idle_timeout_s)
 
 
 def _write_atomically(path: str, text: str) -> None:
@@ -225,7 +226,8 @@ def _write_atomically(path: str, text: str) -> None:
     os.replace(path + ".tmp", path)
 
 
-def _supervise(stop, progress_interval_s, progress, training, batcher, server, checkpointer) -> int:
+def _supervise(stop, progress_interval_s, progress, training, batcher, server, servicer, checkpointer,
+               actor_idle_timeout_s) -> int:
     """Main thread: progress line until the budget, a signal or a failure; then an orderly stop."""
     exit_code = 0
     next_report = time.monotonic() + progress_interval_s
@@ -238,6 +240,7 @@ def _supervise(stop, progress_interval_s, progress, training, batcher, server, c
             log.error("stopping: %s", training.error or batcher.error)
             exit_code = 1
             break
+        servicer.close_idle_streams(actor_idle_timeout_s)
         if time.monotonic() >= next_report:
             print(progress.report(), flush=True)
             next_report += progress_interval_s

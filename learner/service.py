@@ -7,7 +7,8 @@ never takes the learner or the other actors down.
 import hmac
 import logging
 import threading
-from typing import Callable, List, Optional
+import time
+from typing import Callable, Dict, List, Optional
 
 import grpc
 import numpy as np
@@ -52,6 +53,8 @@ class LearnerServicer(seed_pb2_grpc.LearnerServicer):
         self._auth_token = auth_token.encode()
         self.num_connected_actors = 0
         self.num_rejected_streams = 0
+        self.num_idle_streams_closed = 0
+        self._awaiting_actor = {}  # id(context) -> (context, actor name, time our last answer went out)
         self._lock = threading.Lock()
 
     def _reject(self, context, code: grpc.StatusCode, message: str):
@@ -91,7 +94,9 @@ class LearnerServicer(seed_pb2_grpc.LearnerServicer):
                  hello.num_envs, slot_ids[0], slot_ids[-1])
         try:
             yield seed_pb2.LearnerMessage(welcome=seed_pb2.Welcome(slot_ids=slot_ids.tolist()))
+            self._await_actor(context, hello.actor_name)
             for message in request_iterator:
+                self._await_actor(context, None)
                 if message.WhichOneof("kind") != "steps":
                     context.abort(grpc.StatusCode.INVALID_ARGUMENT,
                                   "a Hello may only open a stream; later messages must be EnvSteps")
@@ -104,11 +109,41 @@ class LearnerServicer(seed_pb2_grpc.LearnerServicer):
                 except LearnerStopped:
                     context.abort(grpc.StatusCode.UNAVAILABLE, "the learner is shutting down")
                 yield codec.encode_actions(actions)
+                self._await_actor(context, hello.actor_name)
         finally:
+            self._await_actor(context, None)
             with self._lock:
                 self.num_connected_actors -= 1
             self._batcher.release(slot_ids)
             log.info("actor %r disconnected", hello.actor_name)
+
+
+    def _await_actor(self, context, actor_name: Optional[str]) -> None:
+        """Marks the stream as waiting for its actor (a name) or not (None)."""
+        with self._lock:
+            if actor_name is None:
+                self._awaiting_actor.pop(id(context), None)
+            else:
+                self._awaiting_actor[id(context)] = (context, actor_name, time.monotonic())
+
+    def awaiting_since(self) -> Dict[str, float]:
+        """Actor name -> when the learner's last answer to it went out (monotonic clock)."""
+        with self._lock:
+            return {name: since for _, name, since in self._awaiting_actor.values()}
+
+    def close_idle_streams(self, idle_timeout_s: float, now: Optional[float] = None) -> int:
+        """Cancels streams whose actor has not answered for `idle_timeout_s`; their slots are freed.
+        Time the learner itself spends (back-pressure) never counts: only waits for the actor do."""
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            idle = [(ctx, name) for ctx, name, since in self._awaiting_actor.values() if now - since > idle_timeout_s]
+            for ctx, _ in idle:
+                self._awaiting_actor.pop(id(ctx), None)
+            self.num_idle_streams_closed += len(idle)
+        for context, name in idle:
+            log.warning("closing the stream of actor %r: nothing from it for %.0f s", name, idle_timeout_s)
+            context.cancel()
+        return len(idle)
 
 
 def start_server(servicer: LearnerServicer, address: str, max_actors: int, max_message_bytes: int) -> grpc.Server:

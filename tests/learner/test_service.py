@@ -133,3 +133,31 @@ def test_wrong_or_missing_token_is_unauthenticated_and_the_right_one_is_served()
     finally:
         server.stop(0).wait()
         batcher.stop()
+
+
+def test_stalled_actor_stream_is_closed_and_its_slots_freed_while_others_are_served(learner):
+    address, servicer, slots, released = learner
+    stalled = Client(address)
+    stalled.send(codec.make_hello("stalled", 2, SPEC))
+    stalled.send(good_steps(2))  # then it goes quiet
+    busy = Client(address)
+    busy.send(codec.make_hello("busy", 2, SPEC))
+    for _ in range(5):
+        busy.send(good_steps(2))
+    assert servicer.close_idle_streams(3600.0) == 0  # nobody has been quiet that long
+    since = {}
+    for _ in range(1000):  # the handler marks "busy" as awaiting right after its answer went out
+        since = servicer.awaiting_since()
+        if len(since) == 2:
+            break
+        busy.send(good_steps(2))
+    quiet_gap = since["busy"] - since["stalled"]
+    assert quiet_gap > 0
+    assert servicer.close_idle_streams(quiet_gap / 2, now=since["busy"]) == 1  # only the stalled one
+    np.testing.assert_array_equal(np.sort(released.get(timeout=10)), [0, 1])
+    with pytest.raises(grpc.RpcError) as error:
+        stalled.send(good_steps(2))
+    assert error.value.code() == grpc.StatusCode.CANCELLED
+    assert len(codec.decode_actions(busy.send(good_steps(2)).actions, 2)) == 2
+    stalled.close()
+    busy.close()
