@@ -78,15 +78,38 @@ def test_wrong_spec_gets_invalid_argument_and_others_are_served_on(learner):
     good.close()
 
 
-@pytest.mark.parametrize("message, problem", [
-    (good_steps(2), "first message on a stream must be a Hello"),
-])
-def test_steps_before_hello_are_refused(learner, message, problem):
+def test_steps_before_hello_are_refused(learner):
     client = Client(learner[0])
     with pytest.raises(grpc.RpcError) as error:
-        client.send(message)
-    assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT and problem in error.value.details()
+        client.send(good_steps(2))
+    assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "first message on a stream must be a Hello" in error.value.details()
     client.close()
+
+
+def test_second_hello_is_refused(learner):
+    client = Client(learner[0])
+    client.send(codec.make_hello("a", 2, SPEC))
+    with pytest.raises(grpc.RpcError) as error:
+        client.send(codec.make_hello("a", 2, SPEC))
+    assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "a Hello may only open a stream" in error.value.details()
+    client.close()
+
+
+def test_oversized_message_is_refused_and_the_learner_serves_on(learner):
+    address = learner[0]
+    client = Client(address)
+    client.send(codec.make_hello("a", 2, SPEC))
+    huge = seed_pb2.ActorMessage(steps=seed_pb2.EnvSteps(observations=bytes(2 << 20)))  # limit is 1 MiB
+    with pytest.raises(grpc.RpcError) as error:
+        client.send(huge)
+    assert error.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    client.close()
+    other = Client(address)
+    other.send(codec.make_hello("b", 1, SPEC))
+    assert len(codec.decode_actions(other.send(good_steps(1)).actions, 1)) == 1
+    other.close()
 
 
 def test_malformed_steps_close_only_that_stream_and_free_its_slots(learner):
