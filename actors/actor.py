@@ -16,7 +16,7 @@ import grpc
 import numpy as np
 
 from seed import codec, seed_pb2_grpc
-from seed.auth import read_auth_token
+from seed.auth import channel_credentials, read_auth_token
 from seed.envs import create_envs
 from seed.gin_setup import save_operative_config
 
@@ -70,7 +70,8 @@ def run_actor(learner_address: str, actor_index: int, stop: threading.Event, log
               num_envs: int = 4,
               seed: int = 0, reconnect_timeout_s: float = 300.0, max_backoff_s: float = 30.0,
               max_message_bytes: int = 64 << 20, progress_interval_s: float = 30.0,
-              auth_token_env: str = "SEED_AUTH_TOKEN", auth_token_file: Optional[str] = None) -> int:
+              auth_token_env: str = "SEED_AUTH_TOKEN", auth_token_file: Optional[str] = None,
+              tls_ca_file: Optional[str] = None, tls_server_name: Optional[str] = None) -> int:
     """Streams to the learner until `stop`, a fatal answer, or `reconnect_timeout_s` without it."""
     envs = create_envs(num_envs)
     name = f"actor_{actor_index}"
@@ -79,13 +80,21 @@ def run_actor(learner_address: str, actor_index: int, stop: threading.Event, log
     hello = codec.make_hello(name, num_envs, envs.spec, read_auth_token(auth_token_env, auth_token_file))
     options = [("grpc.max_receive_message_length", max_message_bytes),
                ("grpc.max_send_message_length", max_message_bytes)]
+    credentials = channel_credentials(tls_ca_file)
+    if tls_server_name:  # when the certificate names another host than the address does
+        options.append(("grpc.ssl_target_name_override", tls_server_name))
+    channel = (grpc.secure_channel(learner_address, credentials, options=options) if credentials
+               else grpc.insecure_channel(learner_address, options=options))
     backoff_s, connection = 0.5, 0
-    with grpc.insecure_channel(learner_address, options=options) as channel:
+    with channel:
         while not stop.is_set():
             if not _wait_for_learner(channel, stop, reconnect_timeout_s):
                 if stop.is_set():
                     break
-                log.error("%s: no learner at %s for %.0f s; giving up", name, learner_address, reconnect_timeout_s)
+                hint = (" (with TLS: does run_actor.tls_ca_file hold the CA that signed the learner's "
+                        "certificate, and does the certificate name this address?)" if credentials else "")
+                log.error("%s: no learner at %s for %.0f s; giving up%s", name, learner_address,
+                          reconnect_timeout_s, hint)
                 return 1
             stream = LearnerStream(channel, stop)
             try:

@@ -20,7 +20,7 @@ from learner.r2d2_agent import R2D2Agent  # noqa: F401  registers @R2D2Agent for
 from learner.service import LearnerServicer, SlotAllocator, start_server
 from learner.vtrace_agent import VTraceAgent
 from seed import envs as seed_envs
-from seed.auth import read_auth_token
+from seed.auth import read_auth_token, server_credentials
 from seed.gin_setup import save_operative_config
 from seed.rewards import check_reward_clipping
 
@@ -174,11 +174,13 @@ def run_learner(logdir: str, address: str, stop: threading.Event, *, agent=VTrac
                 checkpoint_interval_s: float = 600.0, progress_interval_s: float = 5.0,
                 max_consecutive_skipped_updates: int = 100, actor_idle_timeout_s: float = 300.0,
                 auth_token_env: str = "SEED_AUTH_TOKEN", auth_token_file: Optional[str] = None,
+                tls_cert_file: Optional[str] = None, tls_key_file: Optional[str] = None,
                 seed: Optional[int] = None) -> int:
     """Serves actors and trains `agent` (VTraceAgent or R2D2Agent) until the frame
     budget or `stop`; returns a process exit code."""
     check_reward_clipping(reward_clipping)
     auth_token = read_auth_token(auth_token_env, auth_token_file)
+    credentials = server_credentials(tls_cert_file, tls_key_file)
     address_file = os.path.join(logdir, "learner_address")
     if os.path.exists(address_file):
         os.remove(address_file)  # a stale address from an earlier run must not be read
@@ -211,7 +213,7 @@ def run_learner(logdir: str, address: str, stop: threading.Event, *, agent=VTrac
     save_operative_config(logdir, "learner")
 
     batcher.start()
-    server = start_server(servicer, address, max_actors, max_message_bytes)
+    server = start_server(servicer, address, max_actors, max_message_bytes, credentials)
     host = address.rsplit(":", 1)[0]
     _write_atomically(os.path.join(logdir, "learner_address"), f"{host}:{server.seed_port}\n")
     log.info("learner listening on %s:%d", host, server.seed_port)

@@ -146,8 +146,10 @@ class LearnerServicer(seed_pb2_grpc.LearnerServicer):
         return len(idle)
 
 
-def start_server(servicer: LearnerServicer, address: str, max_actors: int, max_message_bytes: int) -> grpc.Server:
-    """Binds `address` (host:port; port 0 picks a free one) and returns the started server."""
+def start_server(servicer: LearnerServicer, address: str, max_actors: int, max_message_bytes: int,
+                 credentials: Optional[grpc.ServerCredentials] = None) -> grpc.Server:
+    """Binds `address` (host:port; port 0 picks a free one), with TLS when `credentials`
+    are given, and returns the started server."""
     from concurrent import futures
     # Each open stream holds one handler thread for its whole life.
     server = grpc.server(
@@ -157,7 +159,11 @@ def start_server(servicer: LearnerServicer, address: str, max_actors: int, max_m
                  ("grpc.max_send_message_length", max_message_bytes),
                  ("grpc.so_reuseport", 0)])
     seed_pb2_grpc.add_LearnerServicer_to_server(servicer, server)
-    port = server.add_insecure_port(address)
+    try:
+        port = (server.add_secure_port(address, credentials) if credentials is not None
+                else server.add_insecure_port(address))
+    except RuntimeError:
+        port = 0
     if port == 0:
         raise OSError(f"cannot listen on {address}: address in use or not available here")
     server.seed_port = port
