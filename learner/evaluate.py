@@ -1,0 +1,108 @@
+"""`seed-eval`: load a run's checkpoint and play N episodes locally, no gRPC.
+
+    seed-eval --logdir runs/Pong_vtrace_... --episodes 10 [--epsilon 0.01] [--json out.json]
+
+The run's saved operative configs say which env and network to build. Actions
+are greedy (argmax of the policy logits or Q-values) or epsilon-greedy.
+"""
+import argparse
+import json
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
+def parse_args(argv):
+    from seed.gin_setup import add_gin_flags
+    parser = argparse.ArgumentParser(prog="seed-eval", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--logdir", required=True, help="the run directory to evaluate")
+    parser.add_argument("--episodes", type=int, default=10)
+    parser.add_argument("--epsilon", type=float, default=0.0, help="probability of a random action (0: greedy)")
+    parser.add_argument("--num_envs", type=int, default=1, help="envs played in parallel")
+    parser.add_argument("--seed", type=int, default=12345)
+    parser.add_argument("--json", default=None, help="also write the results to this file")
+    add_gin_flags(parser)
+    return parser.parse_args(argv)
+
+
+def evaluate(network, envs, num_stacked_frames: int, episodes: int, epsilon: float, seed: int):
+    """Plays until `episodes` episodes ended; returns their (raw return, length in frames)."""
+    import numpy as np
+    from learner.slots import SlotTable
+    from seed.codec import EnvStepBatch
+    from seed.networks import EnvOutput
+
+    rng = np.random.default_rng(seed)
+    n = envs.num_envs
+    slot_ids = np.arange(n)
+    table = SlotTable(n, envs.spec.observation_shape, envs.spec.observation_dtype, num_stacked_frames,
+                      network.state_size, "none")
+    observations = envs.reset(seed=seed)
+    steps = EnvStepBatch(observations, np.zeros(n, np.float32), np.zeros(n, bool), np.zeros(n, bool))
+    results = []
+    while len(results) < episodes:
+        inputs, finished = table.observe(slot_ids, steps)
+        results += [(e.raw_return, e.length * envs.spec.frames_per_step) for e in finished]
+        outputs, state = network(inputs.prev_action, EnvOutput(inputs.reward, inputs.first, inputs.observation),
+                                 inputs.core_state)
+        scores = getattr(outputs, "policy_logits", outputs)
+        actions = np.argmax(np.asarray(scores), axis=-1).astype(np.int32)
+        explore = rng.random(n) < epsilon
+        actions[explore] = rng.integers(0, envs.spec.num_actions, explore.sum())
+        table.act(slot_ids, actions, np.asarray(state))
+        steps = EnvStepBatch(*envs.step(actions))
+    return results[:episodes]
+
+
+def main(argv=None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    import gin
+    import numpy as np
+    import tensorflow as tf
+    import actors.actor  # noqa: F401  registers every configurable the saved configs name
+    import learner.learner  # noqa: F401
+    from learner.r2d2_agent import R2D2Agent
+    from seed import envs as seed_envs, gin_setup
+    from seed.networks import ActorCriticNetwork, DuelingQNetwork
+
+    configs = [os.path.join(args.logdir, f"{role}_operative_config.gin") for role in ("actor", "learner")]
+    configs = [c for c in configs if os.path.exists(c)]
+    if not configs:
+        print(f"seed-eval: error: no operative config in {args.logdir!r}; is it a seed run directory?",
+              file=sys.stderr)
+        return 2
+    gin_setup.parse(configs + args.gin_config, args.gin_bindings)
+    stacked = gin.query_parameter("run_learner.num_stacked_frames")
+    r2d2 = gin.query_parameter("run_learner.agent").scoped_configurable_fn.__name__ == R2D2Agent.__name__
+    envs = seed_envs.create_envs(args.num_envs)
+    shape = (*envs.spec.observation_shape, stacked)
+    network = (DuelingQNetwork if r2d2 else ActorCriticNetwork)(envs.spec.num_actions, shape,
+                                                                envs.spec.observation_dtype)
+    checkpoints = os.path.join(args.logdir, "checkpoints")
+    latest = tf.train.latest_checkpoint(checkpoints)
+    if latest is None:
+        print(f"seed-eval: error: no checkpoint in {checkpoints!r}", file=sys.stderr)
+        return 2
+    tf.train.Checkpoint(agent=network).restore(latest).expect_partial()
+    results = evaluate(network, envs, stacked, args.episodes, args.epsilon, args.seed)
+    envs.close()
+    returns = np.array([r for r, _ in results])
+    lengths = np.array([n for _, n in results])
+    summary = {"checkpoint": latest, "episodes": len(results), "epsilon": args.epsilon,
+               "return_mean": float(returns.mean()), "return_median": float(np.median(returns)),
+               "return_min": float(returns.min()), "return_max": float(returns.max()),
+               "length_frames_mean": float(lengths.mean()), "returns": returns.tolist()}
+    print(f"{len(results)} episodes from {latest}: return mean {summary['return_mean']:.1f} median "
+          f"{summary['return_median']:.1f} min {summary['return_min']:.1f} max {summary['return_max']:.1f}, "
+          f"length {summary['length_frames_mean']:.0f} frames")
+    print(json.dumps(summary))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(summary, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
