@@ -28,8 +28,14 @@ class Checkpointer:
         log.info("restored checkpoint %s", path)
         return True
 
-    def save(self) -> str:
-        path = self._manager.save()
+    def save(self):
+        """Writes a checkpoint; a failed write (disk full, say) is logged and the previous one kept."""
+        try:
+            path = self._manager.save()
+        except (OSError, tf.errors.OpError) as e:
+            log.error("could not write a checkpoint to %s (%s); the previous one, %s, is kept",
+                      self.directory, getattr(e, "message", None) or e, self._manager.latest_checkpoint)
+            return None
         log.info("saved checkpoint %s", path)
         return path
 

@@ -81,3 +81,11 @@ def test_learner_reports_bad_settings_found_at_start_in_one_line(tmp_path):
     assert result.returncode == 2
     assert "seed-learner: error: unknown reward_clipping 'tanh'; use one of" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_unwritable_run_directory_is_a_clear_error_at_start(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    result = run_role("learner", "--gin_config", "classic_vtrace.gin", "--logdir", str(blocker / "run"))
+    assert result.returncode != 0
+    assert "is not writable" in result.stderr and "pick another with --logdir" in result.stderr
