@@ -66,7 +66,7 @@ def main() -> int:
                         stop=threading.Event())
     pipeline = InferencePipeline(agent, spec, max_slots=256, num_stacked_frames=stacked, reward_clipping="abs_one")
     inference = {}
-    for batch in (1, 8, 32, 64, 128):
+    for batch in (1, 8, 16, 32, 64, 128):
         observations = rng.integers(0, 255, (batch, *spec.observation_shape)).astype(spec.observation_dtype)
         steps = EnvStepBatch(observations, np.zeros(batch, np.float32), np.zeros(batch, bool), np.zeros(batch, bool))
         ids = np.arange(batch)
