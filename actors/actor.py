@@ -78,21 +78,15 @@ def run_actor(learner_address: str, actor_index: int, stop: threading.Event, log
     if logdir and actor_index == 0:  # every actor of a run gets the same config
         save_operative_config(logdir, "actor")
     hello = codec.make_hello(name, num_envs, envs.spec, read_auth_token(auth_token_env, auth_token_file))
-    options = [("grpc.max_receive_message_length", max_message_bytes),
-               ("grpc.max_send_message_length", max_message_bytes)]
-    credentials = channel_credentials(tls_ca_file)
-    if tls_server_name:  # when the certificate names another host than the address does
-        options.append(("grpc.ssl_target_name_override", tls_server_name))
-    channel = (grpc.secure_channel(learner_address, credentials, options=options) if credentials
-               else grpc.insecure_channel(learner_address, options=options))
+    channel = _open_channel(learner_address, max_message_bytes, tls_ca_file, tls_server_name)
     backoff_s, connection = 0.5, 0
-    with channel:
+    try:
         while not stop.is_set():
             if not _wait_for_learner(channel, stop, reconnect_timeout_s):
                 if stop.is_set():
                     break
                 hint = (" (with TLS: does run_actor.tls_ca_file hold the CA that signed the learner's "
-                        "certificate, and does the certificate name this address?)" if credentials else "")
+                        "certificate, and does the certificate name this address?)" if tls_ca_file else "")
                 log.error("%s: no learner at %s for %.0f s; giving up%s", name, learner_address,
                           reconnect_timeout_s, hint)
                 return 1
@@ -115,9 +109,23 @@ def run_actor(learner_address: str, actor_index: int, stop: threading.Event, log
             finally:
                 stream.close()
                 connection += 1
-    envs.close()
+    finally:
+        channel.close()
+        envs.close()
     log.info("%s: stopped", name)
     return 0
+
+
+def _open_channel(address: str, max_message_bytes: int, tls_ca_file: Optional[str],
+                  tls_server_name: Optional[str]) -> grpc.Channel:
+    options = [("grpc.max_receive_message_length", max_message_bytes),
+               ("grpc.max_send_message_length", max_message_bytes)]
+    credentials = channel_credentials(tls_ca_file)
+    if credentials is None:
+        return grpc.insecure_channel(address, options=options)
+    if tls_server_name:  # when the certificate names another host than the address does
+        options.append(("grpc.ssl_target_name_override", tls_server_name))
+    return grpc.secure_channel(address, credentials, options=options)
 
 
 def _stream_steps(stream: LearnerStream, envs, seed: Optional[int], stop: threading.Event,
