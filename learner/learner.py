@@ -98,12 +98,12 @@ class Progress:
     """The progress line, LOGDIR/progress.jsonl, LOGDIR/episodes.csv and TensorBoard scalars."""
 
     def __init__(self, logdir: str, pipeline: InferencePipeline, batcher: InferenceBatcher,
-                 training: TrainingLoop, frames_per_step: int):
+                 training: TrainingLoop, servicer: LearnerServicer, frames_per_step: int):
         self.writer = tf.summary.create_file_writer(os.path.join(logdir, "summaries"))
         self.episodes_csv = EpisodeLog(os.path.join(logdir, "episodes.csv"))
         self.jsonl = open(os.path.join(logdir, "progress.jsonl"), "a")
         self.pipeline, self.batcher, self.training = pipeline, batcher, training
-        self.agent, self.frames_per_step = pipeline.agent, frames_per_step
+        self.agent, self.servicer, self.frames_per_step = pipeline.agent, servicer, frames_per_step
         self.returns = collections.deque(maxlen=100)
         self.evaluation_returns = collections.deque(maxlen=100)
         self.num_episodes = 0
@@ -120,7 +120,7 @@ class Progress:
                   "inference_batch_size": (batched - last_envs) / max(batches - last_batches, 1),
                   "updates": self.training.num_updates, "skipped_updates": self.training.num_skipped_updates,
                   "learning_rate": current_learning_rate(self.agent.optimizer),
-                  **self.agent.data_metrics(),
+                  **self.agent.data_metrics(), **self.servicer.counters(),
                   **{k: float(v) for k, v in self.training.last_metrics.items()}}
         with self.writer.as_default(step=frames):
             self._drain_episodes()
@@ -208,8 +208,8 @@ def run_learner(logdir: str, address: str, stop: threading.Event, *, agent=VTrac
     batcher = InferenceBatcher(pipeline, release, inference_batch_size, batch_timeout_ms)
     training = TrainingLoop(agent, checkpointer, frames, total_environment_frames, checkpoint_interval_s, stop,
                             max_consecutive_skipped_updates)
-    progress = Progress(logdir, pipeline, batcher, training, spec.frames_per_step)
     servicer = LearnerServicer(spec, batcher, slots, auth_token)
+    progress = Progress(logdir, pipeline, batcher, training, servicer, spec.frames_per_step)
     save_operative_config(logdir, "learner")
 
     batcher.start()

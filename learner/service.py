@@ -12,6 +12,7 @@ from typing import Callable, Dict, List, Optional
 
 import grpc
 import numpy as np
+from google.protobuf.message import DecodeError
 
 from learner.batcher import InferenceBatcher, LearnerStopped
 from seed import codec, seed_pb2, seed_pb2_grpc
@@ -54,6 +55,7 @@ class LearnerServicer(seed_pb2_grpc.LearnerServicer):
         self.num_connected_actors = 0
         self.num_rejected_streams = 0
         self.num_idle_streams_closed = 0
+        self.num_streams_lost = 0  # ended without the actor closing them (killed, network gone)
         self._awaiting_actor = {}  # id(context) -> (context, actor name, time our last answer went out)
         self._lock = threading.Lock()
 
@@ -83,7 +85,18 @@ class LearnerServicer(seed_pb2_grpc.LearnerServicer):
                          f"{self._slots.max_slots} slots free); raise run_learner.max_env_slots")
         return hello, slot_ids
 
-    def Stream(self, request_iterator, context):
+    @staticmethod
+    def _parsed(raw_messages, context):
+        """Parses here rather than in gRPC, so garbage gets INVALID_ARGUMENT with a reason."""
+        for raw in raw_messages:
+            try:
+                yield seed_pb2.ActorMessage.FromString(raw)
+            except DecodeError as e:
+                context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                              f"malformed message: not a seed.ActorMessage protobuf ({e})")
+
+    def Stream(self, raw_messages, context):
+        request_iterator = self._parsed(raw_messages, context)
         welcomed = self._welcome(request_iterator, context)
         if welcomed is None:
             return
@@ -92,6 +105,7 @@ class LearnerServicer(seed_pb2_grpc.LearnerServicer):
             self.num_connected_actors += 1
         log.info("actor %r connected from %s with %d envs (slots %d..%d)", hello.actor_name, context.peer(),
                  hello.num_envs, slot_ids[0], slot_ids[-1])
+        closed_by_actor = False
         try:
             yield seed_pb2.LearnerMessage(welcome=seed_pb2.Welcome(slot_ids=slot_ids.tolist()))
             self._await_actor(context, hello.actor_name)
@@ -110,12 +124,23 @@ class LearnerServicer(seed_pb2_grpc.LearnerServicer):
                     context.abort(grpc.StatusCode.UNAVAILABLE, "the learner is shutting down")
                 yield codec.encode_actions(actions)
                 self._await_actor(context, hello.actor_name)
+            closed_by_actor = True
         finally:
             self._await_actor(context, None)
+            lost = not closed_by_actor and context.code() is None  # not one of our own aborts
             with self._lock:
                 self.num_connected_actors -= 1
+                self.num_streams_lost += lost
             self._batcher.release(slot_ids)
-            log.info("actor %r disconnected", hello.actor_name)
+            log.info("actor %r disconnected%s", hello.actor_name, " (stream lost)" if lost else "")
+
+    def counters(self) -> Dict[str, int]:
+        with self._lock:
+            return {"actors/connected": self.num_connected_actors, "actors/streams_lost": self.num_streams_lost,
+                    "actors/streams_rejected": self.num_rejected_streams,
+                    "actors/idle_streams_closed": self.num_idle_streams_closed}
+
+
 
 
     def _await_actor(self, context, actor_name: Optional[str]) -> None:
@@ -158,7 +183,11 @@ def start_server(servicer: LearnerServicer, address: str, max_actors: int, max_m
         options=[("grpc.max_receive_message_length", max_message_bytes),
                  ("grpc.max_send_message_length", max_message_bytes),
                  ("grpc.so_reuseport", 0)])
-    seed_pb2_grpc.add_LearnerServicer_to_server(servicer, server)
+    # Requests arrive as raw bytes (no request_deserializer); LearnerServicer parses them.
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("seed.Learner", {
+        "Stream": grpc.stream_stream_rpc_method_handler(
+            servicer.Stream, response_serializer=seed_pb2.LearnerMessage.SerializeToString),
+    }),))
     try:
         port = (server.add_secure_port(address, credentials) if credentials is not None
                 else server.add_insecure_port(address))

@@ -1,4 +1,5 @@
 """Faults injected for real: processes killed with SIGKILL, restarted, and what follows."""
+import json
 import signal
 import time
 
@@ -59,11 +60,15 @@ def test_actor_killed_mid_unroll_frees_its_slots_and_a_restarted_one_gets_fresh_
         actors[0].send_signal(signal.SIGKILL)
         actors[0].wait(30)
         log_path = tmp_path / "logs" / "learner.log"
-        wait_until(lambda: "actor 'actor_0' disconnected" in log_path.read_text(), what="the learner to notice")
+        wait_until(lambda: "actor 'actor_0' disconnected (stream lost)" in log_path.read_text(),
+                   what="the learner to notice")
         before = latest_frames(tmp_path)
         wait_until(lambda: latest_frames(tmp_path) > before, what="training to go on with the other actor")
         actors[0] = processes.start_actors(tmp_path, "classic_vtrace.gin", address, 1, ["run_actor.num_envs=3"])[0]
         wait_until(lambda: log_path.read_text().count("actor 'actor_0' connected") == 2, what="the restarted actor")
         assert learner.poll() is None
+        wait_until(lambda: any(json.loads(line).get("actors/streams_lost") == 1
+                               for line in (tmp_path / "progress.jsonl").read_text().splitlines()),
+                   what="the lost stream to be counted")
     finally:
         processes.stop([learner] + actors)

@@ -1,7 +1,7 @@
 """The learner's gRPC service over a real loopback socket (the policy is a
 plain function so these tests need no TensorFlow)."""
+import contextlib
 import queue
-import threading
 
 import grpc
 import numpy as np
@@ -32,18 +32,27 @@ class Client:
         self.channel.close()
 
 
-@pytest.fixture
-def learner():
+@contextlib.contextmanager
+def serving(max_slots=8, max_actors=4):
+    """A real service on a free loopback port; yields (address, servicer, slots, released slot ids)."""
     released = queue.Queue()  # slot ids, as the batcher frees them
-    slots = SlotAllocator(8)
+    slots = SlotAllocator(max_slots)
     batcher = InferenceBatcher(lambda ids, steps: (ids % SPEC.num_actions).astype(np.int32),
                                lambda ids: (slots.free(ids), released.put(ids)), 16, 5)
     batcher.start()
     servicer = LearnerServicer(SPEC, batcher, slots, auth_token="")
-    server = start_server(servicer, "127.0.0.1:0", max_actors=4, max_message_bytes=1 << 20)
-    yield f"127.0.0.1:{server.seed_port}", servicer, slots, released
-    server.stop(0).wait()
-    batcher.stop()
+    server = start_server(servicer, "127.0.0.1:0", max_actors=max_actors, max_message_bytes=1 << 20)
+    try:
+        yield f"127.0.0.1:{server.seed_port}", servicer, slots, released
+    finally:
+        server.stop(0).wait()
+        batcher.stop()
+
+
+@pytest.fixture
+def learner():
+    with serving() as running:
+        yield running
 
 
 def good_steps(n):
@@ -184,3 +193,51 @@ def test_stalled_actor_stream_is_closed_and_its_slots_freed_while_others_are_ser
     assert len(codec.decode_actions(busy.send(good_steps(2)).actions, 2)) == 2
     stalled.close()
     busy.close()
+
+
+class RawClient(Client):
+    """Sends arbitrary bytes on the learner's stream method."""
+
+    def __init__(self, address):
+        self.channel = grpc.insecure_channel(address)
+        self._requests = queue.Queue()
+        call = self.channel.stream_stream("/seed.Learner/Stream", request_serializer=lambda b: b,
+                                          response_deserializer=seed_pb2.LearnerMessage.FromString)
+        self._responses = call(iter(self._requests.get, None))
+
+
+@pytest.mark.parametrize("prefix", [False, True])
+def test_garbage_bytes_get_invalid_argument_and_the_learner_serves_on(learner, prefix):
+    address = learner[0]
+    client = RawClient(address)
+    if prefix:  # a valid hello, then garbage
+        client.send(codec.make_hello("a", 2, SPEC).SerializeToString())
+    with pytest.raises(grpc.RpcError) as error:
+        client.send(b"\xff\xfe\x00 definitely not protobuf \x01")
+    assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "malformed message" in error.value.details()
+    client.close()
+    good = Client(address)
+    good.send(codec.make_hello("b", 1, SPEC))
+    assert len(codec.decode_actions(good.send(good_steps(1)).actions, 1)) == 1
+    good.close()
+
+
+def test_streams_beyond_max_actors_are_resource_exhausted(learner):
+    address = learner[0]  # the fixture allows 4 concurrent streams
+    clients = [Client(address) for _ in range(4)]
+    for i, client in enumerate(clients):
+        client.send(codec.make_hello(f"a{i}", 1, SPEC))
+    refused = 0
+    for _ in range(50):
+        extra = Client(address)
+        try:
+            extra.send(codec.make_hello("extra", 1, SPEC))
+        except grpc.RpcError as e:
+            assert e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            refused += 1
+        extra.close()
+    assert refused == 50
+    for client in clients:  # the admitted ones are still served
+        assert len(codec.decode_actions(client.send(good_steps(1)).actions, 1)) == 1
+        client.close()
