@@ -31,3 +31,29 @@ def test_actor_trains_over_tls_with_a_token_and_one_with_the_wrong_ca_gives_up_w
         assert "does run_actor.tls_ca_file hold the CA that signed the learner's certificate" in wrong.stderr
     finally:
         processes.stop([learner] + actors)
+
+
+def test_run_files_follow_the_umask_and_stay_inside_the_run_directory(tmp_path):
+    import os
+    workdir = tmp_path / "cwd"
+    workdir.mkdir()
+    logdir = tmp_path / "run"
+    logdir.mkdir()
+    env = dict(os.environ, PYTHONPATH=str(processes.REPO_ROOT), TF_CPP_MIN_LOG_LEVEL="3")
+    common = ["--gin_config", "classic_vtrace.gin", "--gin_bindings", "run_learner.total_environment_frames=3200"]
+    learner = subprocess.Popen([sys.executable, "-m", "learner", "--logdir", str(logdir), "--address", "127.0.0.1:0",
+                                *common], cwd=workdir, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               preexec_fn=lambda: os.umask(0o077))
+    address = processes.wait_for_address(logdir, learner)
+    actor = subprocess.Popen([sys.executable, "-m", "actors", "--logdir", str(logdir), "--learner_address", address,
+                              *common], cwd=workdir, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             preexec_fn=lambda: os.umask(0o077))
+    try:
+        assert learner.wait(300) == 0
+    finally:
+        processes.stop([learner, actor])
+    assert list(workdir.iterdir()) == []  # nothing written beside the run directory
+    written = [p for p in logdir.rglob("*") if p.is_file()]
+    assert any(p.parent.name == "checkpoints" for p in written)
+    loose = [str(p) for p in written if p.stat().st_mode & 0o077]
+    assert loose == [], f"files readable by others despite umask 077: {loose}"
