@@ -23,12 +23,16 @@ def parse_args(argv):
     parser.add_argument("--num_envs", type=int, default=1, help="envs played in parallel")
     parser.add_argument("--seed", type=int, default=12345)
     parser.add_argument("--json", default=None, help="also write the results to this file")
+    parser.add_argument("--video", default=None, metavar="FILE.mp4",
+                        help="record the first env's first episode, as the agent sees it (image envs; needs "
+                             "the `video` extra: pip install seed[video])")
     add_gin_flags(parser)
     return parser.parse_args(argv)
 
 
-def evaluate(network, envs, num_stacked_frames: int, episodes: int, epsilon: float, seed: int):
-    """Plays until `episodes` episodes ended; returns their (raw return, length in frames)."""
+def evaluate(network, envs, num_stacked_frames: int, episodes: int, epsilon: float, seed: int, recorder=None):
+    """Plays until `episodes` episodes ended; returns their (raw return, length in frames).
+    `recorder(frame)` gets env 0's observations until its first episode ends."""
     import numpy as np
     from learner.slots import SlotTable
     from seed.codec import EnvStepBatch
@@ -44,6 +48,10 @@ def evaluate(network, envs, num_stacked_frames: int, episodes: int, epsilon: flo
     results = []
     while len(results) < episodes:
         inputs, finished = table.observe(slot_ids, steps)
+        if recorder is not None:
+            recorder(steps.observations[0])
+            if any(e.slot == 0 for e in finished):
+                recorder = None
         results += [(e.raw_return, e.length * envs.spec.frames_per_step) for e in finished]
         outputs, state = network(inputs.prev_action, EnvOutput(inputs.reward, inputs.first, inputs.observation),
                                  inputs.core_state)
@@ -56,16 +64,39 @@ def evaluate(network, envs, num_stacked_frames: int, episodes: int, epsilon: flo
     return results[:episodes]
 
 
+class VideoWriter:
+    """Grayscale uint8 frames to an MP4 file (OpenCV), scaled up 4x so people can watch it."""
+
+    def __init__(self, path: str, spec, fps: float = 15.0, scale: int = 4):
+        if len(spec.observation_shape) != 2 or spec.observation_dtype != "uint8":
+            raise ValueError(f"--video needs image observations, not {spec.describe()}")
+        try:
+            import cv2
+        except ImportError:
+            raise ValueError("--video needs OpenCV: pip install 'seed[video]'") from None
+        self._cv2, self._scale = cv2, scale
+        height, width = spec.observation_shape
+        self._writer = cv2.VideoWriter(path, cv2.VideoWriter_fourcc(*"mp4v"), fps,
+                                       (width * scale, height * scale), isColor=False)
+        if not self._writer.isOpened():
+            raise ValueError(f"cannot write video {path!r}")
+        self.frames = 0
+
+    def __call__(self, frame) -> None:
+        self._writer.write(self._cv2.resize(frame, None, fx=self._scale, fy=self._scale,
+                                            interpolation=self._cv2.INTER_NEAREST))
+        self.frames += 1
+
+    def close(self) -> int:
+        self._writer.release()
+        return self.frames
+
+
 def main(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    import gin
-    import numpy as np
-    import tensorflow as tf
     import actors.actor  # noqa: F401  registers every configurable the saved configs name
     import learner.learner  # noqa: F401
-    from learner.r2d2_agent import R2D2Agent
-    from seed import envs as seed_envs, gin_setup
-    from seed.networks import ActorCriticNetwork, DuelingQNetwork
+    from seed import gin_setup
 
     configs = [os.path.join(args.logdir, f"{role}_operative_config.gin") for role in ("actor", "learner")]
     configs = [c for c in configs if os.path.exists(c)]
@@ -74,6 +105,21 @@ def main(argv=None) -> int:
               file=sys.stderr)
         return 2
     gin_setup.parse(configs + args.gin_config, args.gin_bindings)
+    try:
+        return _evaluate_run(args)
+    except ValueError as e:
+        print(f"seed-eval: error: {e}", file=sys.stderr)
+        return 2
+
+
+def _evaluate_run(args) -> int:
+    import gin
+    import numpy as np
+    import tensorflow as tf
+    from learner.r2d2_agent import R2D2Agent
+    from seed import envs as seed_envs
+    from seed.networks import ActorCriticNetwork, DuelingQNetwork
+
     stacked = gin.query_parameter("run_learner.num_stacked_frames")
     r2d2 = gin.query_parameter("run_learner.agent").scoped_configurable_fn.__name__ == R2D2Agent.__name__
     envs = seed_envs.create_envs(args.num_envs)
@@ -86,8 +132,11 @@ def main(argv=None) -> int:
         print(f"seed-eval: error: no checkpoint in {checkpoints!r}", file=sys.stderr)
         return 2
     tf.train.Checkpoint(agent=network).restore(latest).expect_partial()
-    results = evaluate(network, envs, stacked, args.episodes, args.epsilon, args.seed)
+    video = VideoWriter(args.video, envs.spec) if args.video else None
+    results = evaluate(network, envs, stacked, args.episodes, args.epsilon, args.seed, video)
     envs.close()
+    if video is not None:
+        print(f"recorded {video.close()} frames to {args.video}")
     returns = np.array([r for r, _ in results])
     lengths = np.array([n for _, n in results])
     summary = {"checkpoint": latest, "episodes": len(results), "epsilon": args.epsilon,
