@@ -142,10 +142,13 @@ def _evaluate_run(args) -> int:
     summary = {"checkpoint": latest, "episodes": len(results), "epsilon": args.epsilon,
                "return_mean": float(returns.mean()), "return_median": float(np.median(returns)),
                "return_min": float(returns.min()), "return_max": float(returns.max()),
-               "length_frames_mean": float(lengths.mean()), "returns": returns.tolist()}
+               "length_frames_mean": float(lengths.mean()), "length_frames_median": float(np.median(lengths)),
+               "length_frames_min": int(lengths.min()), "length_frames_max": int(lengths.max()),
+               "returns": returns.tolist(), "lengths_frames": lengths.tolist()}
     print(f"{len(results)} episodes from {latest}: return mean {summary['return_mean']:.1f} median "
           f"{summary['return_median']:.1f} min {summary['return_min']:.1f} max {summary['return_max']:.1f}, "
-          f"length {summary['length_frames_mean']:.0f} frames")
+          f"length mean {summary['length_frames_mean']:.0f} median {summary['length_frames_median']:.0f} "
+          f"min {summary['length_frames_min']} max {summary['length_frames_max']} frames")
     print(json.dumps(summary))
     if args.json:
         with open(args.json, "w") as f:

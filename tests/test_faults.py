@@ -72,3 +72,22 @@ def test_actor_killed_mid_unroll_frees_its_slots_and_a_restarted_one_gets_fresh_
                    what="the lost stream to be counted")
     finally:
         processes.stop([learner] + actors)
+
+
+def test_sigterm_stops_each_role_cleanly_within_seconds_and_the_learner_checkpoints(tmp_path):
+    learner = processes.start_learner(tmp_path, "classic_vtrace.gin", BINDINGS)
+    address = processes.wait_for_address(tmp_path, learner)
+    actors = processes.start_actors(tmp_path, "classic_vtrace.gin", address, 1, ["run_actor.num_envs=2"])
+    try:
+        wait_until(lambda: latest_frames(tmp_path) > 0, what="training to start")
+        actors[0].send_signal(signal.SIGTERM)
+        assert actors[0].wait(10) == 0
+        before = latest_frames(tmp_path)
+        learner.send_signal(signal.SIGTERM)
+        assert learner.wait(10) == 0
+        assert latest_frames(tmp_path) >= before
+        log = (tmp_path / "logs" / "learner.log").read_text()
+        shutdown = log[log.index("SIGTERM: stopping"):]
+        assert "saved checkpoint" in shutdown
+    finally:
+        processes.stop([learner] + actors)
