@@ -1,6 +1,5 @@
 """`seed-actor`: the actor role's command line. Imports no TensorFlow."""
 import argparse
-import os
 import sys
 
 

@@ -8,7 +8,7 @@ import hmac
 import logging
 import threading
 import time
-from typing import Callable, Dict, List, Optional
+from typing import Dict, Optional
 
 import grpc
 import numpy as np

@@ -1,7 +1,6 @@
 import threading
 
 import numpy as np
-import pytest
 
 from learner.unrolls import UnrollQueue, UnrollStore
 

@@ -1,5 +1,4 @@
 """The committed generated modules must match protos/seed.proto."""
-import pathlib
 
 import pytest
 
