@@ -1,4 +1,5 @@
 """Faults injected for real: processes killed with SIGKILL, restarted, and what follows."""
+import contextlib
 import json
 import signal
 import time
@@ -29,65 +30,63 @@ def latest_frames(logdir):
     return int(reader.get_tensor("environment_frames/.ATTRIBUTES/VARIABLE_VALUE"))
 
 
-def test_learner_killed_and_restarted_resumes_from_its_checkpoint_with_the_same_actors(tmp_path):
-    learner = processes.start_learner(tmp_path, "classic_vtrace.gin", BINDINGS)
-    address = processes.wait_for_address(tmp_path, learner)
-    actors = processes.start_actors(tmp_path, "classic_vtrace.gin", address, 2, ["run_actor.num_envs=2"])
+@contextlib.contextmanager
+def training(logdir, num_actors, envs_per_actor):
+    """A learner and actors on CartPole, handed over once the first checkpoint exists; all stopped after."""
+    learner = processes.start_learner(logdir, "classic_vtrace.gin", BINDINGS)
+    running = [learner]
     try:
-        wait_until(lambda: latest_frames(tmp_path) > 0, what="a first checkpoint")
+        address = processes.wait_for_address(logdir, learner)
+        running += processes.start_actors(logdir, "classic_vtrace.gin", address, num_actors,
+                                          [f"run_actor.num_envs={envs_per_actor}"])
+        wait_until(lambda: latest_frames(logdir) > 0, what="training to start")
+        yield address, running
+    finally:
+        processes.stop(running)
+
+
+def test_learner_killed_and_restarted_resumes_from_its_checkpoint_with_the_same_actors(tmp_path):
+    with training(tmp_path, num_actors=2, envs_per_actor=2) as (address, running):
+        learner, actors = running[0], running[1:]
         learner.send_signal(signal.SIGKILL)
         learner.wait(30)
         saved = latest_frames(tmp_path)
-        learner = processes.start_learner(tmp_path, "classic_vtrace.gin", BINDINGS, address=address)
-        processes.wait_for_address(tmp_path, learner)
+        running[0] = processes.start_learner(tmp_path, "classic_vtrace.gin", BINDINGS, address=address)
+        processes.wait_for_address(tmp_path, running[0])
         wait_until(lambda: latest_frames(tmp_path) > saved, what="training to continue after the restart")
         assert all(actor.poll() is None for actor in actors), "an actor process died with the learner"
-        log = (tmp_path / "logs" / "learner.log").read_text()
-        assert f"resuming at {saved} environment frames" in log
-        assert log.count("actor 'actor_0' connected") == 2 and log.count("actor 'actor_1' connected") == 2
-        actor_log = (tmp_path / "logs" / "actor_0.log").read_text()
-        assert "stream lost" in actor_log
-    finally:
-        processes.stop([learner] + actors)
+        log_path = tmp_path / "logs" / "learner.log"
+        assert f"resuming at {saved} environment frames" in log_path.read_text()
+        wait_until(lambda: all(log_path.read_text().count(f"actor 'actor_{i}' connected") == 2 for i in (0, 1)),
+                   what="both actors to reconnect")
+        assert "stream lost" in (tmp_path / "logs" / "actor_0.log").read_text()
 
 
 def test_actor_killed_mid_unroll_frees_its_slots_and_a_restarted_one_gets_fresh_slots(tmp_path):
-    learner = processes.start_learner(tmp_path, "classic_vtrace.gin", BINDINGS)
-    address = processes.wait_for_address(tmp_path, learner)
-    actors = processes.start_actors(tmp_path, "classic_vtrace.gin", address, 2, ["run_actor.num_envs=3"])
-    try:
-        wait_until(lambda: latest_frames(tmp_path) > 0, what="training to start")
-        actors[0].send_signal(signal.SIGKILL)
-        actors[0].wait(30)
+    with training(tmp_path, num_actors=2, envs_per_actor=3) as (address, running):
+        running[1].send_signal(signal.SIGKILL)
+        running[1].wait(30)
         log_path = tmp_path / "logs" / "learner.log"
         wait_until(lambda: "actor 'actor_0' disconnected (stream lost)" in log_path.read_text(),
                    what="the learner to notice")
         before = latest_frames(tmp_path)
         wait_until(lambda: latest_frames(tmp_path) > before, what="training to go on with the other actor")
-        actors[0] = processes.start_actors(tmp_path, "classic_vtrace.gin", address, 1, ["run_actor.num_envs=3"])[0]
+        running[1] = processes.start_actors(tmp_path, "classic_vtrace.gin", address, 1, ["run_actor.num_envs=3"])[0]
         wait_until(lambda: log_path.read_text().count("actor 'actor_0' connected") == 2, what="the restarted actor")
-        assert learner.poll() is None
+        assert running[0].poll() is None
         wait_until(lambda: any(json.loads(line).get("actors/streams_lost") == 1
                                for line in (tmp_path / "progress.jsonl").read_text().splitlines()),
                    what="the lost stream to be counted")
-    finally:
-        processes.stop([learner] + actors)
 
 
 def test_sigterm_stops_each_role_cleanly_within_seconds_and_the_learner_checkpoints(tmp_path):
-    learner = processes.start_learner(tmp_path, "classic_vtrace.gin", BINDINGS)
-    address = processes.wait_for_address(tmp_path, learner)
-    actors = processes.start_actors(tmp_path, "classic_vtrace.gin", address, 1, ["run_actor.num_envs=2"])
-    try:
-        wait_until(lambda: latest_frames(tmp_path) > 0, what="training to start")
-        actors[0].send_signal(signal.SIGTERM)
-        assert actors[0].wait(10) == 0
+    with training(tmp_path, num_actors=1, envs_per_actor=2) as (_, running):
+        learner, actor = running
+        actor.send_signal(signal.SIGTERM)
+        assert actor.wait(10) == 0
         before = latest_frames(tmp_path)
         learner.send_signal(signal.SIGTERM)
         assert learner.wait(10) == 0
         assert latest_frames(tmp_path) >= before
         log = (tmp_path / "logs" / "learner.log").read_text()
-        shutdown = log[log.index("SIGTERM: stopping"):]
-        assert "saved checkpoint" in shutdown
-    finally:
-        processes.stop([learner] + actors)
+        assert "saved checkpoint" in log[log.index("SIGTERM: stopping"):]

@@ -59,6 +59,14 @@ def good_steps(n):
     return codec.encode_steps(np.zeros((n, 4), np.float32), np.zeros(n), np.zeros(n), np.zeros(n))
 
 
+def assert_serves_a_new_actor(address):
+    """A well-behaved actor that connects now is welcomed and answered."""
+    client = Client(address)
+    client.send(codec.make_hello("well-behaved", 1, SPEC))
+    assert len(codec.decode_actions(client.send(good_steps(1)).actions, 1)) == 1
+    client.close()
+
+
 def test_actor_gets_slots_and_one_action_per_env(learner):
     address, _, _, _ = learner
     client = Client(address)
@@ -115,10 +123,7 @@ def test_oversized_message_is_refused_and_the_learner_serves_on(learner):
         client.send(huge)
     assert error.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
     client.close()
-    other = Client(address)
-    other.send(codec.make_hello("b", 1, SPEC))
-    assert len(codec.decode_actions(other.send(good_steps(1)).actions, 1)) == 1
-    other.close()
+    assert_serves_a_new_actor(address)
 
 
 def test_malformed_steps_close_only_that_stream_and_free_its_slots(learner):
@@ -217,10 +222,7 @@ def test_garbage_bytes_get_invalid_argument_and_the_learner_serves_on(learner, p
     assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "malformed message" in error.value.details()
     client.close()
-    good = Client(address)
-    good.send(codec.make_hello("b", 1, SPEC))
-    assert len(codec.decode_actions(good.send(good_steps(1)).actions, 1)) == 1
-    good.close()
+    assert_serves_a_new_actor(address)
 
 
 def test_streams_beyond_max_actors_are_resource_exhausted(learner):
