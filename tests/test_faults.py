@@ -90,3 +90,21 @@ def test_sigterm_stops_each_role_cleanly_within_seconds_and_the_learner_checkpoi
         assert latest_frames(tmp_path) >= before
         log = (tmp_path / "logs" / "learner.log").read_text()
         assert "saved checkpoint" in log[log.index("SIGTERM: stopping"):]
+
+
+def test_diverging_training_stops_the_learner_with_a_clear_error_and_no_checkpoint_over_the_good_one(tmp_path):
+    # A learning rate this large turns the weights non-finite after the first update.
+    diverging = BINDINGS + ["create_optimizer.learning_rate=1e30", "run_learner.max_consecutive_skipped_updates=5",
+                            "run_learner.checkpoint_interval_s=1000000"]
+    learner = processes.start_learner(tmp_path, "classic_vtrace.gin", diverging)
+    actors = []
+    try:
+        address = processes.wait_for_address(tmp_path, learner)
+        actors = processes.start_actors(tmp_path, "classic_vtrace.gin", address, 1, ["run_actor.num_envs=4"])
+        assert learner.wait(300) == 1
+    finally:
+        processes.stop([learner] + actors)
+    log = (tmp_path / "logs" / "learner.log").read_text()
+    assert "5 updates in a row had a non-finite loss or gradient" in log
+    assert "no checkpoint written after the failure" in log
+    assert not (tmp_path / "checkpoints" / "checkpoint").exists()
