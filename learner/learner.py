@@ -16,6 +16,7 @@ from learner.batcher import InferenceBatcher
 from learner.checkpoints import Checkpointer
 from learner.inference import InferencePipeline
 from learner.optimizers import current_learning_rate
+from learner.fixed_action_agent import FixedActionAgent  # noqa: F401  registers it for benchmarks
 from learner.r2d2_agent import R2D2Agent  # noqa: F401  registers @R2D2Agent for the configs
 from learner.service import LearnerServicer, SlotAllocator, start_server
 from learner.vtrace_agent import VTraceAgent
@@ -119,13 +120,14 @@ class Progress:
                   "frames_per_second": (frames - last_frames) / max(now - last_time, 1e-9),
                   "inference_batch_size": (batched - last_envs) / max(batches - last_batches, 1),
                   "updates": self.training.num_updates, "skipped_updates": self.training.num_skipped_updates,
-                  "learning_rate": current_learning_rate(self.agent.optimizer),
+                  "env_frames": self.pipeline.env_steps * self.frames_per_step,
                   **self.agent.data_metrics(), **self.servicer.counters(),
+                  **({"learning_rate": current_learning_rate(self.agent.optimizer)} if self.agent.optimizer else {}),
                   **{k: float(v) for k, v in self.training.last_metrics.items()}}
         with self.writer.as_default(step=frames):
             self._drain_episodes()
             for name, value in record.items():
-                if name not in ("time", "frames", "updates", "skipped_updates"):
+                if name not in ("time", "frames", "env_frames", "updates", "skipped_updates"):
                     tf.summary.scalar(name, value)
         self.writer.flush()
         record["episodes"] = self.num_episodes
@@ -195,7 +197,7 @@ def run_learner(logdir: str, address: str, stop: threading.Event, *, agent=VTrac
                                 **agent.trackables())
     if checkpointer.restore_latest():
         log.info("resuming at %d environment frames, %d updates", int(frames.numpy()),
-                 int(agent.optimizer.iterations.numpy()))
+                 int(agent.optimizer.iterations.numpy()) if agent.optimizer else 0)
 
     pipeline = InferencePipeline(agent, spec, max_slots=max_env_slots, num_stacked_frames=num_stacked_frames,
                                  reward_clipping=reward_clipping)

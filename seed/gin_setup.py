@@ -18,7 +18,7 @@ CONFIG_DIR = pathlib.Path(__file__).resolve().parent / "configs"
 
 LEARNER_CONFIGURABLES = frozenset({
     "run_learner", "create_optimizer", "VTraceAgent", "VTraceLoss", "VTraceTrainer", "ActorCriticNetwork",
-    "R2D2Agent", "R2D2Trainer", "DuelingQNetwork",
+    "R2D2Agent", "R2D2Trainer", "DuelingQNetwork", "FixedActionAgent",
 })
 
 log = logging.getLogger(__name__)

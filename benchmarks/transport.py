@@ -1,0 +1,84 @@
+"""Transport overhead: env steps/s through actors + gRPC + batcher + codecs, over raw stepping.
+
+    .venv/bin/python benchmarks/transport.py [--actors 4] [--envs 4] [--seconds 20]
+
+Both measured in this run, one after the other, with the same process layout:
+`--actors` processes each stepping `--envs` Pong envs on their own (reference),
+then the same processes as actors of a learner that answers with a fixed
+action and neither infers nor trains (run_learner.agent = @FixedActionAgent).
+Prints JSON lines; the ratio is what to compare across machines.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+sys.path.insert(0, REPO)
+
+RAW_STEPPER = """
+import sys, time, numpy as np
+import actors.actor
+from seed import gin_setup, envs as seed_envs
+gin_setup.parse([sys.argv[1]], [], skip=gin_setup.LEARNER_CONFIGURABLES)
+envs = seed_envs.create_envs(int(sys.argv[2]))
+envs.reset(seed=0)
+rng = np.random.default_rng(0)
+n, seconds = envs.num_envs, float(sys.argv[3])
+for _ in range(20):
+    envs.step(rng.integers(0, envs.spec.num_actions, n))
+steps, start = 0, time.perf_counter()
+while time.perf_counter() - start < seconds:
+    envs.step(np.zeros(n, np.int64))  # the same fixed action the transport learner answers
+    steps += n
+print(steps / (time.perf_counter() - start))
+"""
+
+
+def raw_steps_per_s(config: str, actors: int, envs: int, seconds: float) -> float:
+    env = dict(os.environ, PYTHONPATH=REPO)
+    procs = [subprocess.Popen([sys.executable, "-c", RAW_STEPPER, config, str(envs), str(seconds)],
+                              stdout=subprocess.PIPE, text=True, env=env) for _ in range(actors)]
+    return sum(float(p.communicate()[0].strip().splitlines()[-1]) for p in procs)
+
+
+def system_steps_per_s(config: str, actors: int, envs: int, seconds: float, warmup_s: float = 5.0) -> float:
+    from tests import processes
+    logdir = tempfile.mkdtemp(prefix="seed_transport_")
+    learner = processes.start_learner(logdir, config, ["run_learner.agent=@FixedActionAgent",
+                                                       "run_learner.progress_interval_s=1"])
+    running = [learner]
+    try:
+        address = processes.wait_for_address(logdir, learner)
+        running += processes.start_actors(logdir, config, address, actors, [f"run_actor.num_envs={envs}"])
+        time.sleep(warmup_s + seconds + 2)  # a benchmark's fixed measuring window, not a synchronisation
+        records = [json.loads(line) for line in open(os.path.join(logdir, "progress.jsonl"))]
+    finally:
+        processes.stop(running)
+    start = next(r for r in records if r["time"] >= records[0]["time"] + warmup_s)
+    end = records[-1]
+    frames_per_step = 4 if "atari" in config else 1
+    return (end["env_frames"] - start["env_frames"]) / frames_per_step / (end["time"] - start["time"])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--config", default="atari_vtrace.gin")
+    parser.add_argument("--actors", type=int, default=4)
+    parser.add_argument("--envs", type=int, default=4)
+    parser.add_argument("--seconds", type=float, default=20.0)
+    args = parser.parse_args()
+    raw = raw_steps_per_s(args.config, args.actors, args.envs, args.seconds)
+    print(json.dumps({"benchmark": "raw_env_stepping", "actors": args.actors, "envs_per_actor": args.envs,
+                      "agent_steps_per_s": raw}), flush=True)
+    system = system_steps_per_s(args.config, args.actors, args.envs, args.seconds)
+    print(json.dumps({"benchmark": "transport", "actors": args.actors, "envs_per_actor": args.envs,
+                      "agent_steps_per_s": system, "ratio_to_raw": system / raw}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,47 @@
+"""An agent that answers every env with action 0 and never trains: the
+learner minus inference and training, for measuring the transport alone
+(benchmarks/transport.py)."""
+import threading
+from typing import Dict
+
+import gin
+import numpy as np
+
+from seed.specs import EnvSpec
+
+
+class _NoNetwork:
+    state_size = 0
+
+
+@gin.configurable(denylist=["spec", "num_stacked_frames", "max_slots", "total_environment_frames", "stop"])
+class FixedActionAgent:
+    evaluation_slots = None
+    network = _NoNetwork()
+    optimizer = None
+
+    def __init__(self, spec: EnvSpec, num_stacked_frames: int, max_slots: int, total_environment_frames: int,
+                 stop: threading.Event):
+        pass
+
+    def act(self, slot_ids, inputs, steps):
+        return np.zeros(len(slot_ids), np.int32), inputs.core_state
+
+    def release(self, slot_ids) -> None:
+        pass
+
+    def next_batch(self, stop: threading.Event):
+        stop.wait()
+        return None
+
+    def update(self, batch):
+        raise AssertionError("a FixedActionAgent never trains")
+
+    def trackables(self) -> Dict[str, object]:
+        return {}
+
+    def data_metrics(self) -> Dict[str, float]:
+        return {}
+
+    def describe_data(self) -> str:
+        return "no training (fixed actions)"
