@@ -47,7 +47,11 @@ class SlotTable:
         first = self.prev_done[slot_ids]
         frames = self.frames[slot_ids]
         frames[first] = 0
-        frames[..., :-1] = frames[..., 1:]
+        # Shifting the whole C-ordered array down one element moves every frame one place
+        # down its stack (a memmove, ~20x faster than the strided `frames[..., :-1] = frames[..., 1:]`);
+        # the newest position, which got the next pixel's oldest frame, is overwritten below.
+        flat = frames.reshape(-1)
+        flat[:-1] = flat[1:]
         frames[..., -1] = steps.observations
         self.frames[slot_ids] = frames
 
