@@ -1,8 +1,11 @@
 """The actor role: step N environments, stream them to the learner, apply its actions.
 
 An actor holds no weights and imports no TensorFlow. Each (re)connection opens
-one stream, says hello, resets its envs and then alternates: send all envs'
-newest observation, reward and end flags; receive one action per env.
+one stream, says hello, resets its envs and then keeps every env group in
+flight: for each answer (one action per env of a group) it steps that group
+and sends the group's newest observations, rewards and end flags. With two
+groups (the default) one half of the envs steps while the learner infers for
+the other, so neither the actor nor the learner waits on the other.
 """
 import logging
 import queue
@@ -44,9 +47,15 @@ class LearnerStream:
                 self._call.cancel()
                 return
 
-    def exchange(self, message):
+    def send(self, message) -> None:
         self._requests.put(message)
+
+    def receive(self):
         return next(self._call)
+
+    def exchange(self, message):
+        self.send(message)
+        return self.receive()
 
     def close(self) -> None:
         self._closed.set()
@@ -67,17 +76,27 @@ def _wait_for_learner(channel: grpc.Channel, stop: threading.Event, timeout_s: f
 
 @gin.configurable(denylist=["learner_address", "actor_index", "stop", "logdir"])
 def run_actor(learner_address: str, actor_index: int, stop: threading.Event, logdir: Optional[str] = None, *,
-              num_envs: int = 4,
+              num_envs: int = 4, num_env_groups: int = 2,
               seed: int = 0, reconnect_timeout_s: float = 300.0, max_backoff_s: float = 30.0,
               max_message_bytes: int = 64 << 20, progress_interval_s: float = 30.0,
               auth_token_env: str = "SEED_AUTH_TOKEN", auth_token_file: Optional[str] = None,
               tls_ca_file: Optional[str] = None, tls_server_name: Optional[str] = None) -> int:
-    """Streams to the learner until `stop`, a fatal answer, or `reconnect_timeout_s` without it."""
-    envs = create_envs(num_envs)
+    """Streams to the learner until `stop`, a fatal answer, or `reconnect_timeout_s` without it.
+
+    `num_env_groups` splits the envs into groups stepped while the learner
+    infers for the others (2: double buffering; 1: lockstep). It is capped at
+    `num_envs`.
+    """
+    if num_env_groups < 1:
+        raise ValueError(f"run_actor.num_env_groups must be at least 1, got {num_env_groups}")
+    num_env_groups = min(num_env_groups, num_envs)
+    bounds = codec.env_group_bounds(num_envs, num_env_groups)
+    groups = [create_envs(int(n)) for n in np.diff(bounds)]
     name = f"actor_{actor_index}"
     if logdir and actor_index == 0:  # every actor of a run gets the same config
         save_operative_config(logdir, "actor")
-    hello = codec.make_hello(name, num_envs, envs.spec, read_auth_token(auth_token_env, auth_token_file))
+    hello = codec.make_hello(name, num_envs, groups[0].spec, read_auth_token(auth_token_env, auth_token_file),
+                             num_env_groups)
     channel = _open_channel(learner_address, max_message_bytes, tls_ca_file, tls_server_name)
     backoff_s, connection = 0.5, 0
     try:
@@ -95,7 +114,8 @@ def run_actor(learner_address: str, actor_index: int, stop: threading.Event, log
                 welcome = stream.exchange(hello).welcome
                 log.info("%s: connected to %s, slots %s", name, learner_address, list(welcome.slot_ids))
                 backoff_s = 0.5
-                _stream_steps(stream, envs, seed + 7919 * actor_index + connection, stop, progress_interval_s, name)
+                _stream_steps(stream, groups, bounds, seed + 7919 * actor_index + connection, stop,
+                              progress_interval_s, name)
             except grpc.RpcError as e:
                 if stop.is_set():
                     break
@@ -111,7 +131,8 @@ def run_actor(learner_address: str, actor_index: int, stop: threading.Event, log
                 connection += 1
     finally:
         channel.close()
-        envs.close()
+        for envs in groups:
+            envs.close()
     log.info("%s: stopped", name)
     return 0
 
@@ -128,17 +149,22 @@ def _open_channel(address: str, max_message_bytes: int, tls_ca_file: Optional[st
     return grpc.secure_channel(address, credentials, options=options)
 
 
-def _stream_steps(stream: LearnerStream, envs, seed: Optional[int], stop: threading.Event,
+def _stream_steps(stream: LearnerStream, groups, bounds: np.ndarray, seed: int, stop: threading.Event,
                   progress_interval_s: float, name: str) -> None:
-    observations = envs.reset(seed=seed)
-    zeros = np.zeros(envs.num_envs, np.float32)
-    flags = np.zeros(envs.num_envs, bool)
-    message = codec.encode_steps(observations, zeros, flags, flags)
+    for group, envs in enumerate(groups):
+        zeros = np.zeros(envs.num_envs, np.float32)
+        flags = np.zeros(envs.num_envs, bool)
+        observations = envs.reset(seed=seed + int(bounds[group]))  # distinct seeds for every env
+        stream.send(codec.encode_steps(observations, zeros, flags, flags, group))
     steps, last_steps, last_report = 0, 0, time.monotonic()
     while not stop.is_set():
-        actions = codec.decode_actions(stream.exchange(message).actions, envs.num_envs)
-        message = codec.encode_steps(*envs.step(actions))
-        steps += envs.num_envs
+        for group, envs in enumerate(groups):  # the learner answers groups in the order they were sent
+            answer = stream.receive().actions
+            if answer.env_group != group:
+                raise codec.ProtocolError(f"learner answered env group {answer.env_group}, expected {group}")
+            actions = codec.decode_actions(answer, envs.num_envs)
+            stream.send(codec.encode_steps(*envs.step(actions), group))
+            steps += envs.num_envs
         if time.monotonic() - last_report >= progress_interval_s:
             rate = (steps - last_steps) / (time.monotonic() - last_report)
             log.info("%s: %d env steps (%.0f/s)", name, steps, rate)

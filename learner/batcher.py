@@ -78,6 +78,12 @@ class InferenceBatcher:
             return request
         return self._requests.get(timeout=timeout)
 
+    def _next_queued(self):
+        if self._carry is not None:
+            request, self._carry = self._carry, None
+            return request
+        return self._requests.get_nowait()
+
     def _collect(self):
         """Blocks for the first request, then gathers more until the size or time limit."""
         batch: List[StepRequest] = []
@@ -85,11 +91,10 @@ class InferenceBatcher:
         num_envs = 0
         deadline = None
         while num_envs < self.max_batch_envs and not self._stop.is_set():
-            timeout = 0.1 if deadline is None else deadline - time.monotonic()
-            if deadline is not None and timeout <= 0:
-                break
+            # Past the deadline, still take what is already queued: it costs no waiting.
+            timeout = 0.1 if deadline is None else max(deadline - time.monotonic(), 0.0)
             try:
-                request = self._next(timeout)
+                request = self._next(timeout) if timeout > 0 else self._next_queued()
             except queue.Empty:
                 if deadline is None:
                     continue

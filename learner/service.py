@@ -4,6 +4,7 @@ Handler threads only validate, decode, hand steps to the batcher and wait for
 the actions. A misbehaving actor gets a gRPC status that names the problem; it
 never takes the learner or the other actors down.
 """
+import collections
 import hmac
 import logging
 import threading
@@ -106,6 +107,9 @@ class LearnerServicer(seed_pb2_grpc.LearnerServicer):
         log.info("actor %r connected from %s with %d envs (slots %d..%d)", hello.actor_name, context.peer(),
                  hello.num_envs, slot_ids[0], slot_ids[-1])
         closed_by_actor = False
+        num_groups = max(hello.num_env_groups, 1)
+        bounds = codec.env_group_bounds(hello.num_envs, num_groups)
+        in_flight = collections.deque()  # (group, future of its actions), oldest first
         try:
             yield seed_pb2.LearnerMessage(welcome=seed_pb2.Welcome(slot_ids=slot_ids.tolist()))
             self._await_actor(context, hello.actor_name)
@@ -114,15 +118,26 @@ class LearnerServicer(seed_pb2_grpc.LearnerServicer):
                 if message.WhichOneof("kind") != "steps":
                     context.abort(grpc.StatusCode.INVALID_ARGUMENT,
                                   "a Hello may only open a stream; later messages must be EnvSteps")
+                group = message.steps.env_group
+                if not 0 <= group < num_groups or any(group == g for g, _ in in_flight):
+                    context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                                  f"env_group {group}: not one of the Hello's {num_groups} groups, or "
+                                  "still awaiting its actions")
+                group_slots = slot_ids[bounds[group]:bounds[group + 1]]
                 try:
-                    steps = codec.decode_steps(message.steps, self._spec, hello.num_envs)
+                    steps = codec.decode_steps(message.steps, self._spec, len(group_slots))
                 except codec.ProtocolError as e:
                     context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
+                in_flight.append((group, self._batcher.submit(group_slots, steps)))
+                if len(in_flight) < num_groups:  # the actor keeps every group in flight: read on
+                    self._await_actor(context, hello.actor_name)
+                    continue
+                group, answer = in_flight.popleft()
                 try:
-                    actions = self._batcher.submit(slot_ids, steps).result()
+                    actions = answer.result()
                 except LearnerStopped:
                     context.abort(grpc.StatusCode.UNAVAILABLE, "the learner is shutting down")
-                yield codec.encode_actions(actions)
+                yield codec.encode_actions(actions, group)
                 self._await_actor(context, hello.actor_name)
             closed_by_actor = True
         finally:

@@ -29,12 +29,20 @@ class EnvStepBatch(NamedTuple):
     truncated: np.ndarray  # [N] bool
 
 
-def make_hello(actor_name: str, num_envs: int, spec: EnvSpec, auth_token: str = "") -> seed_pb2.ActorMessage:
+def make_hello(actor_name: str, num_envs: int, spec: EnvSpec, auth_token: str = "",
+               num_env_groups: int = 1) -> seed_pb2.ActorMessage:
     return seed_pb2.ActorMessage(hello=seed_pb2.Hello(
         actor_name=actor_name, num_envs=num_envs,
         observation_shape=list(spec.observation_shape),
         observation_dtype=spec.observation_dtype,
-        num_actions=spec.num_actions, auth_token=auth_token))
+        num_actions=spec.num_actions, auth_token=auth_token, num_env_groups=num_env_groups))
+
+
+def env_group_bounds(num_envs: int, num_groups: int) -> np.ndarray:
+    """[num_groups + 1] offsets: group g is envs bounds[g]:bounds[g + 1] (numpy's array_split sizes)."""
+    sizes = np.full(num_groups, num_envs // num_groups)
+    sizes[:num_envs % num_groups] += 1
+    return np.concatenate([[0], np.cumsum(sizes)])
 
 
 def spec_mismatch(hello: seed_pb2.Hello, spec: EnvSpec) -> str:
@@ -50,6 +58,9 @@ def spec_mismatch(hello: seed_pb2.Hello, spec: EnvSpec) -> str:
         problems.append(f"{hello.num_actions} actions != learner's {spec.num_actions}")
     if hello.num_envs <= 0:
         problems.append(f"num_envs must be positive, got {hello.num_envs}")
+    if not 0 <= hello.num_env_groups <= max(hello.num_envs, 1):
+        problems.append(f"num_env_groups must be between 1 and num_envs ({hello.num_envs}), "
+                        f"got {hello.num_env_groups}")
     if not problems:
         return ""
     return ("actor env does not match the learner's: " + "; ".join(problems) +
@@ -57,12 +68,13 @@ def spec_mismatch(hello: seed_pb2.Hello, spec: EnvSpec) -> str:
 
 
 def encode_steps(observations: np.ndarray, rewards: np.ndarray, terminated: np.ndarray,
-                 truncated: np.ndarray) -> seed_pb2.ActorMessage:
+                 truncated: np.ndarray, env_group: int = 0) -> seed_pb2.ActorMessage:
     return seed_pb2.ActorMessage(steps=seed_pb2.EnvSteps(
         observations=np.ascontiguousarray(observations).tobytes(),
         rewards=np.asarray(rewards, REWARD_DTYPE).tobytes(),
         terminated=np.asarray(terminated, FLAG_DTYPE).tobytes(),
-        truncated=np.asarray(truncated, FLAG_DTYPE).tobytes()))
+        truncated=np.asarray(truncated, FLAG_DTYPE).tobytes(),
+        env_group=env_group))
 
 
 def _field(data: bytes, dtype: np.dtype, shape, name: str) -> np.ndarray:
@@ -84,9 +96,9 @@ def decode_steps(steps: seed_pb2.EnvSteps, spec: EnvSpec, num_envs: int) -> EnvS
     return EnvStepBatch(observations, rewards, terminated.astype(bool), truncated.astype(bool))
 
 
-def encode_actions(actions: np.ndarray) -> seed_pb2.LearnerMessage:
+def encode_actions(actions: np.ndarray, env_group: int = 0) -> seed_pb2.LearnerMessage:
     return seed_pb2.LearnerMessage(
-        actions=seed_pb2.Actions(actions=np.asarray(actions, ACTION_DTYPE).tobytes()))
+        actions=seed_pb2.Actions(actions=np.asarray(actions, ACTION_DTYPE).tobytes(), env_group=env_group))
 
 
 def decode_actions(message: seed_pb2.Actions, num_envs: int) -> np.ndarray:

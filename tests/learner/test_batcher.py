@@ -59,6 +59,20 @@ def test_batch_forms_at_the_timeout_with_fewer_envs(make_batcher):
     np.testing.assert_array_equal(actions, [7, 1007, 2007])
 
 
+def test_without_a_timeout_everything_already_queued_is_one_batch():
+    """batch_timeout_ms=0 waits for nothing but still batches what arrived during the last call."""
+    policy = RecordingPolicy()
+    batcher = InferenceBatcher(policy, lambda ids: None, 8, 0)
+    futures = [batcher.submit(np.arange(2) + 2 * i, steps_for(i, 2)) for i in range(5)]  # queued before start
+    batcher.start()
+    try:
+        for f in futures:
+            f.result(timeout=10)
+    finally:
+        batcher.stop()
+    assert policy.batch_sizes == [8, 2]
+
+
 def test_answers_reach_the_right_actor_and_env(make_batcher):
     policy = RecordingPolicy()
     batcher = make_batcher(16, 20, policy)

@@ -24,7 +24,13 @@ class Client:
         self._responses = seed_pb2_grpc.LearnerStub(self.channel).Stream(iter(self._requests.get, None))
 
     def send(self, message):
+        self.post(message)
+        return self.receive()
+
+    def post(self, message):
         self._requests.put(message)
+
+    def receive(self):
         return next(self._responses)
 
     def close(self):
@@ -55,8 +61,8 @@ def learner():
         yield running
 
 
-def good_steps(n):
-    return codec.encode_steps(np.zeros((n, 4), np.float32), np.zeros(n), np.zeros(n), np.zeros(n))
+def good_steps(n, group=0):
+    return codec.encode_steps(np.zeros((n, 4), np.float32), np.zeros(n), np.zeros(n), np.zeros(n), group)
 
 
 def assert_serves_a_new_actor(address):
@@ -64,6 +70,41 @@ def assert_serves_a_new_actor(address):
     client = Client(address)
     client.send(codec.make_hello("well-behaved", 1, SPEC))
     assert len(codec.decode_actions(client.send(good_steps(1)).actions, 1)) == 1
+    client.close()
+
+
+def test_env_groups_are_in_flight_together_and_answered_in_order(learner):
+    """Double buffering: 5 envs in groups of 3 and 2; each answer names its group and its slots' actions."""
+    address, _, _, _ = learner
+    client = Client(address)
+    assert list(client.send(codec.make_hello("a", 5, SPEC, num_env_groups=2)).welcome.slot_ids) == [0, 1, 2, 3, 4]
+    client.post(good_steps(3, group=0))
+    client.post(good_steps(2, group=1))
+    for _ in range(3):
+        for group, slots in ((0, [0, 1, 2]), (1, [3, 4])):
+            answer = client.receive().actions
+            assert answer.env_group == group
+            np.testing.assert_array_equal(codec.decode_actions(answer, len(slots)), np.array(slots) % 3)
+            client.post(good_steps(len(slots), group))
+    client.close()
+
+
+@pytest.mark.parametrize("groups, message, error", [
+    (2, good_steps(2, group=2), "env_group 2"),  # no such group
+    (2, good_steps(3, group=1), "observations: got"),  # group 1 has 2 envs, not 3
+    (2, None, "still awaiting its actions"),  # group 0 twice
+    (5, None, "num_env_groups must be between 1 and num_envs"),
+])
+def test_bad_env_groups_are_refused(learner, groups, message, error):
+    address, _, _, _ = learner
+    client = Client(address)
+    with pytest.raises(grpc.RpcError) as refused:
+        client.post(codec.make_hello("a", 4, SPEC, num_env_groups=groups))
+        client.receive()
+        client.post(good_steps(2, group=0))
+        client.post(message or good_steps(2, group=0))
+        client.receive()
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT and error in refused.value.details()
     client.close()
 
 
