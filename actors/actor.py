@@ -4,10 +4,11 @@ An actor holds no weights and imports no TensorFlow. Each (re)connection opens
 one stream, says hello, resets its envs and then keeps every env group in
 flight: for each answer (one action per env of a group) it steps that group
 and sends the group's newest observations, rewards and end flags. With two
-groups (the default) one half of the envs steps while the learner infers for
-the other, so neither the actor nor the learner waits on the other.
+groups one half of the envs steps while the learner infers for the other.
 """
+import json
 import logging
+import os
 import queue
 import random
 import threading
@@ -76,7 +77,7 @@ def _wait_for_learner(channel: grpc.Channel, stop: threading.Event, timeout_s: f
 
 @gin.configurable(denylist=["learner_address", "actor_index", "stop", "logdir"])
 def run_actor(learner_address: str, actor_index: int, stop: threading.Event, logdir: Optional[str] = None, *,
-              num_envs: int = 4, num_env_groups: int = 2,
+              num_envs: int = 4, num_env_groups: int = 1,
               seed: int = 0, reconnect_timeout_s: float = 300.0, max_backoff_s: float = 30.0,
               max_message_bytes: int = 64 << 20, progress_interval_s: float = 30.0,
               auth_token_env: str = "SEED_AUTH_TOKEN", auth_token_file: Optional[str] = None,
@@ -85,7 +86,9 @@ def run_actor(learner_address: str, actor_index: int, stop: threading.Event, log
 
     `num_env_groups` splits the envs into groups stepped while the learner
     infers for the others (2: double buffering; 1: lockstep). It is capped at
-    `num_envs`.
+    `num_envs`. Lockstep is the default because it measured faster where actors
+    and learner share the cores (benchmarks/README.md); double buffering pays
+    off where actors have cores of their own and the learner's answer is slow.
     """
     if num_env_groups < 1:
         raise ValueError(f"run_actor.num_env_groups must be at least 1, got {num_env_groups}")
@@ -98,6 +101,7 @@ def run_actor(learner_address: str, actor_index: int, stop: threading.Event, log
     hello = codec.make_hello(name, num_envs, groups[0].spec, read_auth_token(auth_token_env, auth_token_file),
                              num_env_groups)
     channel = _open_channel(learner_address, max_message_bytes, tls_ca_file, tls_server_name)
+    stats = StepStats(name, logdir)
     backoff_s, connection = 0.5, 0
     try:
         while not stop.is_set():
@@ -115,7 +119,7 @@ def run_actor(learner_address: str, actor_index: int, stop: threading.Event, log
                 log.info("%s: connected to %s, slots %s", name, learner_address, list(welcome.slot_ids))
                 backoff_s = 0.5
                 _stream_steps(stream, groups, bounds, seed + 7919 * actor_index + connection, stop,
-                              progress_interval_s, name)
+                              progress_interval_s, stats)
             except grpc.RpcError as e:
                 if stop.is_set():
                     break
@@ -131,6 +135,7 @@ def run_actor(learner_address: str, actor_index: int, stop: threading.Event, log
                 connection += 1
     finally:
         channel.close()
+        stats.close()
         for envs in groups:
             envs.close()
     log.info("%s: stopped", name)
@@ -149,23 +154,65 @@ def _open_channel(address: str, max_message_bytes: int, tls_ca_file: Optional[st
     return grpc.secure_channel(address, credentials, options=options)
 
 
+class StepStats:
+    """Steps and learner round trips since the last report: to the log and, with a logdir,
+    as JSON lines to LOGDIR/actors/<name>.jsonl (benchmarks/end_to_end.py reads them)."""
+
+    def __init__(self, name: str, logdir: Optional[str]):
+        self.name = name
+        self.steps = 0
+        self.round_trips, self.waits = [], []  # seconds
+        self._last_steps, self._last_report = 0, time.monotonic()
+        self._file = None
+        if logdir:
+            os.makedirs(os.path.join(logdir, "actors"), exist_ok=True)
+            self._file = open(os.path.join(logdir, "actors", f"{name}.jsonl"), "a")
+
+    def report(self) -> None:
+        now = time.monotonic()
+        record = {"time": time.time(), "env_steps": self.steps,
+                  "env_steps_per_s": (self.steps - self._last_steps) / max(now - self._last_report, 1e-9)}
+        for key, samples in (("round_trip_ms", self.round_trips), ("wait_ms", self.waits)):
+            if samples:
+                p50, p99 = np.percentile(samples, [50, 99]) * 1000
+                record.update({f"{key}_p50": p50, f"{key}_p99": p99})
+        log.info("%s: %d env steps (%.0f/s), learner answers after p50 %.1f ms, p99 %.1f ms", self.name,
+                 self.steps, record["env_steps_per_s"], record.get("round_trip_ms_p50", float("nan")),
+                 record.get("round_trip_ms_p99", float("nan")))
+        if self._file:
+            self._file.write(json.dumps(record) + "\n")
+            self._file.flush()
+        self.round_trips, self.waits = [], []
+        self._last_steps, self._last_report = self.steps, now
+
+    def close(self) -> None:
+        if self._file:
+            self._file.close()
+
+
 def _stream_steps(stream: LearnerStream, groups, bounds: np.ndarray, seed: int, stop: threading.Event,
-                  progress_interval_s: float, name: str) -> None:
+                  progress_interval_s: float, stats: StepStats) -> None:
+    sent_at = [0.0] * len(groups)
     for group, envs in enumerate(groups):
         zeros = np.zeros(envs.num_envs, np.float32)
         flags = np.zeros(envs.num_envs, bool)
         observations = envs.reset(seed=seed + int(bounds[group]))  # distinct seeds for every env
         stream.send(codec.encode_steps(observations, zeros, flags, flags, group))
-    steps, last_steps, last_report = 0, 0, time.monotonic()
+        sent_at[group] = time.perf_counter()
+    last_report = time.monotonic()
     while not stop.is_set():
         for group, envs in enumerate(groups):  # the learner answers groups in the order they were sent
+            waiting_since = time.perf_counter()
             answer = stream.receive().actions
+            answered_at = time.perf_counter()
+            stats.waits.append(answered_at - waiting_since)
+            stats.round_trips.append(answered_at - sent_at[group])
             if answer.env_group != group:
                 raise codec.ProtocolError(f"learner answered env group {answer.env_group}, expected {group}")
             actions = codec.decode_actions(answer, envs.num_envs)
             stream.send(codec.encode_steps(*envs.step(actions), group))
-            steps += envs.num_envs
+            sent_at[group] = time.perf_counter()
+            stats.steps += envs.num_envs
         if time.monotonic() - last_report >= progress_interval_s:
-            rate = (steps - last_steps) / (time.monotonic() - last_report)
-            log.info("%s: %d env steps (%.0f/s)", name, steps, rate)
-            last_steps, last_report = steps, time.monotonic()
+            stats.report()
+            last_report = time.monotonic()

@@ -1,11 +1,12 @@
 """Transport overhead: env steps/s through actors + gRPC + batcher + codecs, over raw stepping.
 
-    .venv/bin/python benchmarks/transport.py [--actors 4] [--envs 4] [--seconds 20]
+    .venv/bin/python benchmarks/transport.py [--actors 4] [--envs 4] [--seconds 20] [--env_groups 1 2]
 
-Both measured in this run, one after the other, with the same process layout:
+All measured in this run, one after the other, with the same process layout:
 `--actors` processes each stepping `--envs` Pong envs on their own (reference),
 then the same processes as actors of a learner that answers with a fixed
-action and neither infers nor trains (run_learner.agent = @FixedActionAgent).
+action and neither infers nor trains (run_learner.agent = @FixedActionAgent),
+once per `--env_groups` value (1: lockstep actors; 2: double-buffered).
 Prints JSON lines; the ratio is what to compare across machines.
 """
 import argparse
@@ -45,7 +46,8 @@ def raw_steps_per_s(config: str, actors: int, envs: int, seconds: float) -> floa
     return sum(float(p.communicate()[0].strip().splitlines()[-1]) for p in procs)
 
 
-def system_steps_per_s(config: str, actors: int, envs: int, seconds: float, warmup_s: float = 5.0) -> float:
+def system_steps_per_s(config: str, actors: int, envs: int, groups: int, seconds: float,
+                       warmup_s: float = 5.0) -> float:
     from tests import processes
     logdir = tempfile.mkdtemp(prefix="seed_transport_")
     learner = processes.start_learner(logdir, config, ["run_learner.agent=@FixedActionAgent",
@@ -53,7 +55,8 @@ def system_steps_per_s(config: str, actors: int, envs: int, seconds: float, warm
     running = [learner]
     try:
         address = processes.wait_for_address(logdir, learner)
-        running += processes.start_actors(logdir, config, address, actors, [f"run_actor.num_envs={envs}"])
+        running += processes.start_actors(logdir, config, address, actors, [f"run_actor.num_envs={envs}",
+                                                                              f"run_actor.num_env_groups={groups}"])
         time.sleep(warmup_s + seconds + 2)  # a benchmark's fixed measuring window, not a synchronisation
         records = [json.loads(line) for line in open(os.path.join(logdir, "progress.jsonl"))]
     finally:
@@ -70,13 +73,16 @@ def main() -> int:
     parser.add_argument("--actors", type=int, default=4)
     parser.add_argument("--envs", type=int, default=4)
     parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--env_groups", type=int, nargs="+", default=[1, 2])
     args = parser.parse_args()
     raw = raw_steps_per_s(args.config, args.actors, args.envs, args.seconds)
     print(json.dumps({"benchmark": "raw_env_stepping", "actors": args.actors, "envs_per_actor": args.envs,
                       "agent_steps_per_s": raw}), flush=True)
-    system = system_steps_per_s(args.config, args.actors, args.envs, args.seconds)
-    print(json.dumps({"benchmark": "transport", "actors": args.actors, "envs_per_actor": args.envs,
-                      "agent_steps_per_s": system, "ratio_to_raw": system / raw}), flush=True)
+    for groups in args.env_groups:
+        system = system_steps_per_s(args.config, args.actors, args.envs, groups, args.seconds)
+        print(json.dumps({"benchmark": "transport", "actors": args.actors, "envs_per_actor": args.envs,
+                          "env_groups": groups, "agent_steps_per_s": system, "ratio_to_raw": system / raw}),
+              flush=True)
     return 0
 
 

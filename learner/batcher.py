@@ -1,10 +1,13 @@
 """Dynamic batching of actor steps for one batched policy call.
 
 gRPC handler threads `submit` one actor's N env steps and wait for the
-actions. One inference thread takes requests until `max_batch_envs` env steps
-are waiting or `batch_timeout_ms` has passed since the first one arrived, so a
-run with fewer envs than the batch size is never stuck waiting for a full
-batch. An actor's envs are never split across batches.
+actions. One inference thread takes requests until a full batch is waiting or
+`batch_timeout_ms` has passed since the first one arrived, so a run with fewer
+envs than the batch size is never stuck waiting. A full batch is
+`max_batch_envs`, or fewer when fewer envs can be waiting at once (the
+service tells `expected_envs` as actors come and go): the batch then grows
+with the number of envs instead of waiting for envs that do not exist. An
+actor's envs are never split across batches.
 """
 import concurrent.futures
 import logging
@@ -50,6 +53,8 @@ class InferenceBatcher:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="inference", daemon=True)
         self.error = None
+        self._expected_envs = 0  # 0: unknown, wait for max_batch_envs
+        self._expected_lock = threading.Lock()
         self.num_batches = 0
         self.num_batched_envs = 0
 
@@ -59,6 +64,11 @@ class InferenceBatcher:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join()
+
+    def expect_envs(self, change: int) -> None:
+        """Adds (or with a negative change removes) envs that can be waiting at the same time."""
+        with self._expected_lock:
+            self._expected_envs += change
 
     def submit(self, slot_ids: np.ndarray, steps: EnvStepBatch) -> concurrent.futures.Future:
         answer = concurrent.futures.Future()
@@ -78,6 +88,10 @@ class InferenceBatcher:
             return request
         return self._requests.get(timeout=timeout)
 
+    def _full_batch(self) -> int:
+        expected = self._expected_envs  # read on every request: actors come and go
+        return min(self.max_batch_envs, expected) if expected > 0 else self.max_batch_envs
+
     def _next_queued(self):
         if self._carry is not None:
             request, self._carry = self._carry, None
@@ -90,7 +104,7 @@ class InferenceBatcher:
         releases: List[ReleaseRequest] = []
         num_envs = 0
         deadline = None
-        while num_envs < self.max_batch_envs and not self._stop.is_set():
+        while num_envs < self._full_batch() and not self._stop.is_set():
             # Past the deadline, still take what is already queued: it costs no waiting.
             timeout = 0.1 if deadline is None else max(deadline - time.monotonic(), 0.0)
             try:

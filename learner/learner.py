@@ -170,7 +170,7 @@ def format_progress(record, num_returns: int, data: str) -> str:
 
 @gin.configurable(denylist=["logdir", "address", "stop"])
 def run_learner(logdir: str, address: str, stop: threading.Event, *, agent=VTraceAgent,
-                inference_batch_size: int = 16, batch_timeout_ms: float = 10.0, num_stacked_frames: int = 4,
+                inference_batch_size: int = 64, batch_timeout_ms: float = 10.0, num_stacked_frames: int = 4,
                 reward_clipping: str = "abs_one", total_environment_frames: int = 200_000_000,
                 max_env_slots: int = 256, max_actors: int = 64, max_message_bytes: int = 64 << 20,
                 checkpoint_interval_s: float = 600.0, progress_interval_s: float = 5.0,

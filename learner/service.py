@@ -110,6 +110,9 @@ class LearnerServicer(seed_pb2_grpc.LearnerServicer):
         num_groups = max(hello.num_env_groups, 1)
         bounds = codec.env_group_bounds(hello.num_envs, num_groups)
         in_flight = collections.deque()  # (group, future of its actions), oldest first
+        # With more than one group, about one group per actor waits at the learner at a time.
+        expected = int(bounds[1])
+        self._batcher.expect_envs(expected)
         try:
             yield seed_pb2.LearnerMessage(welcome=seed_pb2.Welcome(slot_ids=slot_ids.tolist()))
             self._await_actor(context, hello.actor_name)
@@ -146,6 +149,7 @@ class LearnerServicer(seed_pb2_grpc.LearnerServicer):
             with self._lock:
                 self.num_connected_actors -= 1
                 self.num_streams_lost += lost
+            self._batcher.expect_envs(-expected)
             self._batcher.release(slot_ids)
             log.info("actor %r disconnected%s", hello.actor_name, " (stream lost)" if lost else "")
 

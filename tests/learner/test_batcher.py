@@ -59,6 +59,21 @@ def test_batch_forms_at_the_timeout_with_fewer_envs(make_batcher):
     np.testing.assert_array_equal(actions, [7, 1007, 2007])
 
 
+def test_batch_is_full_when_every_expected_env_is_in_it(make_batcher):
+    """With 6 envs connected, a batch of 6 is complete: no waiting for the 64 of the size limit."""
+    policy = RecordingPolicy()
+    batcher = make_batcher(64, 60_000, policy)
+    batcher.expect_envs(6)
+    futures = [batcher.submit(np.arange(2) + 2 * i, steps_for(i, 2)) for i in range(3)]
+    for f in futures:
+        f.result(timeout=10)  # a 60 s timeout would fail this
+    batcher.expect_envs(4)  # two more actors of 2 envs
+    futures = [batcher.submit(np.arange(2) + 2 * i, steps_for(i, 2)) for i in range(5)]
+    for f in futures:
+        f.result(timeout=10)
+    assert policy.batch_sizes == [6, 10]
+
+
 def test_without_a_timeout_everything_already_queued_is_one_batch():
     """batch_timeout_ms=0 waits for nothing but still batches what arrived during the last call."""
     policy = RecordingPolicy()
