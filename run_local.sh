@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Trains on this machine: one learner and NUM_ACTORS actor processes.
 #
-#   ./run_local.sh ENV AGENT NUM_ACTORS ENVS_PER_ACTOR [options]
+#   ./run_local.sh [--docker] ENV AGENT NUM_ACTORS ENVS_PER_ACTOR [options]
 #   ./run_local.sh atari vtrace 4 4
+#   ./run_local.sh --docker atari vtrace 4 4     (the same job inside the seed image)
 #   ./run_local.sh atari vtrace 4 4 --game Breakout
 #   ./run_local.sh classic vtrace 2 4 --gin_bindings 'VTraceLoss.entropy_cost=0.005'
 #
@@ -13,15 +14,21 @@
 #   --gin_config FILE    extra gin file, applied after seed/configs/<ENV>_<AGENT>.gin (repeatable)
 #   --gin_bindings B     gin binding for both roles (repeatable)
 #
-# The first run creates .venv and installs seed into it. Ctrl-C stops every
+# The first run creates .venv and installs seed into it (not with --docker,
+# or with SEED_NO_VENV=1: then seed must be installed for $SEED_PYTHON). With
+# --docker, docker/Dockerfile is built (SEED_CONTAINER_ENGINE=podman for
+# podman) and runs/ is mounted into the container. Ctrl-C stops every
 # process within seconds and saves a checkpoint; the same command resumes.
 set -euo pipefail
 cd "$(dirname "$0")"
 
-usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
+usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
 die() { echo "run_local.sh: $*" >&2; exit 2; }
 
 [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]] && usage 0
+DOCKER=0
+if [[ "${1:-}" == "--docker" ]]; then DOCKER=1; shift; fi
+ARGS=("$@")
 [[ $# -ge 4 ]] || { echo "run_local.sh: need ENV AGENT NUM_ACTORS ENVS_PER_ACTOR" >&2; usage 2; }
 ENV_NAME=$1 AGENT=$2 NUM_ACTORS=$3 ENVS_PER_ACTOR=$4
 shift 4
@@ -55,20 +62,39 @@ else
 fi
 GIN_ARGS+=(--gin_bindings "run_actor.num_envs=$ENVS_PER_ACTOR")
 
+# --- --docker: build the image and run this same command inside it
+if [[ $DOCKER == 1 ]]; then
+  ENGINE=${SEED_CONTAINER_ENGINE:-docker}
+  command -v "$ENGINE" >/dev/null || die "--docker needs '$ENGINE' on PATH (install Docker, or set SEED_CONTAINER_ENGINE=podman)"
+  "$ENGINE" info >/dev/null 2>&1 || die "--docker: '$ENGINE' cannot reach a container engine (is the daemon running?); without --docker the job runs natively"
+  IMAGE=${SEED_IMAGE:-seed:cpu}
+  echo "run_local.sh: building $IMAGE from docker/Dockerfile" >&2
+  "$ENGINE" build -f docker/Dockerfile -t "$IMAGE" .
+  mkdir -p runs
+  TTY=(); [[ -t 0 ]] && TTY=(-it)
+  # --init forwards Ctrl-C to run_local.sh inside; runs/ stays on the host, owned by this user.
+  exec "$ENGINE" run --rm --init "${TTY[@]}" --user "$(id -u):$(id -g)" -e HOME=/tmp \
+    -v "$PWD/runs:/app/runs" "$IMAGE" ./run_local.sh "${ARGS[@]}"
+fi
+
 # --- environment: a .venv with seed installed, refreshed when setup.cfg changes
 PYTHON_BIN=${SEED_PYTHON:-python3}
-if [[ ! -x .venv/bin/python ]]; then
+if [[ "${SEED_NO_VENV:-0}" == 1 ]]; then
+  PY=$PYTHON_BIN
+elif [[ ! -x .venv/bin/python ]]; then
   echo "run_local.sh: creating .venv (first run; installs TensorFlow, ale-py, ... once)" >&2
   "$PYTHON_BIN" -m venv .venv
 fi
 STAMP=.venv/.seed-installed
 WANT=$(cat setup.cfg pyproject.toml | cksum)
-if [[ ! -f "$STAMP" || "$(cat "$STAMP")" != "$WANT" ]]; then
-  .venv/bin/python -m pip install -q --upgrade pip >&2
-  .venv/bin/python -m pip install -q -e . >&2
-  echo "$WANT" > "$STAMP"
+if [[ "${SEED_NO_VENV:-0}" != 1 ]]; then
+  if [[ ! -f "$STAMP" || "$(cat "$STAMP")" != "$WANT" ]]; then
+    .venv/bin/python -m pip install -q --upgrade pip >&2
+    .venv/bin/python -m pip install -q -e . >&2
+    echo "$WANT" > "$STAMP"
+  fi
+  PY=.venv/bin/python
 fi
-PY=.venv/bin/python
 
 # --- run directory: resume the newest matching one unless told otherwise
 if [[ -z "$LOGDIR" ]]; then
