@@ -10,7 +10,7 @@ from typing import List, Sequence
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
-def _env():
+def child_env():
     env = dict(os.environ, PYTHONUNBUFFERED="1", TF_CPP_MIN_LOG_LEVEL="3")
     env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     return env
@@ -23,7 +23,7 @@ def start_learner(logdir, config: str, bindings: Sequence[str] = (), address="12
     for binding in bindings:
         args += ["--gin_bindings", binding]
     return subprocess.Popen(args, stdout=open(os.path.join(logdir, "learner.stdout"), "ab"),
-                            stderr=subprocess.STDOUT, env=_env(), cwd=REPO_ROOT)
+                            stderr=subprocess.STDOUT, env=child_env(), cwd=REPO_ROOT)
 
 
 def wait_for_address(logdir, learner: subprocess.Popen, timeout_s: float = 120.0) -> str:
@@ -47,7 +47,7 @@ def start_actors(logdir, config: str, address: str, num_actors: int, bindings: S
         for binding in bindings:
             args += ["--gin_bindings", binding]
         actors.append(subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                       env=_env(), cwd=REPO_ROOT))
+                                       env=child_env(), cwd=REPO_ROOT))
     return actors
 
 

@@ -1,0 +1,105 @@
+"""seed-launch: the container's entry point in a cluster job.
+
+Resolves this replica's role from CLUSTER_SPEC / TF_CONFIG (seed/cluster.py),
+then runs the learner, or `--actors_per_replica` actor processes that dial the
+learner's address. Actor processes that die from a signal (OOM killer, a
+crash) are restarted; one that exits by itself ends the replica with its code
+(1: the learner is gone, as at the end of training; 2: a configuration error).
+The roles run as `python -m learner|actors` processes, so this module imports
+neither.
+"""
+import argparse
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from typing import List
+
+from seed.cluster import ClusterError, ClusterRole, local_path, resolve_role
+from seed.process import setup_logging, stop_on_signals
+
+log = logging.getLogger("seed.launch")
+
+
+def role_commands(role: ClusterRole, gin_args: List[str], logdir: str, actors_per_replica: int,
+                  listen_host: str) -> List[List[str]]:
+    """The processes this replica runs, as argument lists."""
+    if role.role == "learner":
+        return [[sys.executable, "-m", "learner", "--logdir", logdir,
+                 "--address", f"{listen_host}:{role.learner_port}", *gin_args]]
+    first = role.replica_index * actors_per_replica
+    return [[sys.executable, "-m", "actors", "--logdir", logdir, "--learner_address", role.learner_address,
+             "--actor_index", str(first + i), *gin_args] for i in range(actors_per_replica)]
+
+
+def supervise(commands: List[List[str]], restart: bool, max_restart_backoff_s: float = 30.0) -> int:
+    """Runs the commands until one exits by itself or we are told to stop; restarts signal deaths."""
+    stop = stop_on_signals()
+    processes = [subprocess.Popen(c) for c in commands]
+    backoff = [1.0] * len(commands)
+    try:
+        while not stop.wait(0.5):
+            for i, p in enumerate(processes):
+                code = p.poll()
+                if code is None:
+                    continue
+                if code < 0 and restart:
+                    log.warning("actor process %d died from signal %d; restarting it in %.0f s",
+                                i, -code, backoff[i])
+                    if stop.wait(backoff[i]):
+                        break
+                    backoff[i] = min(2 * backoff[i], max_restart_backoff_s)
+                    processes[i] = subprocess.Popen(commands[i])
+                    continue
+                log.info("process %d exited with %d; stopping this replica", i, code)
+                return code
+        return 0
+    finally:
+        for p in processes:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 30
+        for p in processes:
+            try:
+                p.wait(max(deadline - time.monotonic(), 0.1))
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="seed-launch", description=__doc__.split("\n")[0])
+    parser.add_argument("--gin_config", action="append", default=[])
+    parser.add_argument("--gin_bindings", action="append", default=[])
+    parser.add_argument("--actors_per_replica", type=int, default=4)
+    parser.add_argument("--logdir", default=None,
+                        help="run directory (gs:// paths map to Vertex AI's /gcs mount); default $AIP_MODEL_DIR")
+    parser.add_argument("--listen_host", default="0.0.0.0",
+                        help="interface the learner listens on (its port comes from the cluster spec)")
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.actors_per_replica < 1:
+        parser.error(f"--actors_per_replica must be at least 1, got {args.actors_per_replica}")
+    try:
+        role = resolve_role(os.environ)
+    except ClusterError as e:
+        print(f"seed-launch: {e}", file=sys.stderr)
+        return 2
+    logdir = local_path(args.logdir or os.environ.get("AIP_MODEL_DIR") or "runs/cluster")
+    name = "launch_learner" if role.role == "learner" else f"launch_actors_{role.replica_index}"
+    setup_logging(logdir, name)
+    log.info("this replica: %s %d of the job; learner at %s; %d actor replicas", role.role, role.replica_index,
+             role.learner_address, role.num_actor_replicas)
+    gin_args = [a for c in args.gin_config for a in ("--gin_config", c)]
+    gin_args += [a for b in args.gin_bindings for a in ("--gin_bindings", b)]
+    commands = role_commands(role, gin_args, logdir, args.actors_per_replica, args.listen_host)
+    return supervise(commands, restart=role.role == "actor")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
