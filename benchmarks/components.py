@@ -78,7 +78,9 @@ def main() -> int:
     training = agent.frames_per_update / spec.frames_per_step * timed(lambda: agent.update(batch), args.seconds, 2)
     emit(component="training_step", batch_size=agent.batch_size, agent_steps_per_s=training)
 
-    served_batch = min(inference, key=lambda b: abs(b - gin.query_parameter("run_learner.inference_batch_size")))
+    # With every env connected in the batch, the learner serves min(cap, envs) per policy call.
+    served = min(gin.query_parameter("run_learner.inference_batch_size"), args.envs)
+    served_batch = min(inference, key=lambda b: abs(b - served))
     bound = 1.0 / (1.0 / env_steps + 1.0 / inference[served_batch] + 1.0 / training)
     emit(component="bound", inference_batch=served_batch, agent_steps_per_s=bound,
          frames_per_s=bound * spec.frames_per_step, tensorflow=tf.__version__, cpus=os.cpu_count())

@@ -4,8 +4,8 @@
     (the PNG needs matplotlib: pip install -e '.[bench]')
 
 Each point is one benchmarks/end_to_end.py run (same warm-up and timed frames).
-Prints a JSON line per point and writes OUT/scaling.md (a Markdown table) and
-OUT/scaling.png (frames/s and mean inference batch over actors).
+Prints a JSON line per point and writes OUT/scaling.jsonl, OUT/scaling.md (a
+Markdown table) and OUT/scaling.png (frames/s and mean inference batch over actors).
 """
 import argparse
 import json
@@ -52,7 +52,8 @@ def write_plot(path: str, points, envs: int) -> bool:
                label="mean inference batch")
     right.set_ylabel("mean inference batch (envs)")
     right.set_ylim(bottom=0)
-    fig.legend(loc="lower right")
+    handles = left.get_lines() + right.get_lines()
+    left.legend(handles, [h.get_label() for h in handles], loc="upper left")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     return True
@@ -74,6 +75,8 @@ def main() -> int:
         result = end_to_end.run(args.config, actors, args.envs, args.warmup_frames, args.frames, 0,
                                 args.gin_bindings, timeout_s=3600)
         points.append(end_to_end.emit(benchmark="scaling", actors=actors, envs_per_actor=args.envs, **result))
+    with open(os.path.join(args.out, "scaling.jsonl"), "w") as f:
+        f.writelines(json.dumps(p) + "\n" for p in points)
     command = "python benchmarks/scaling.py " + " ".join(sys.argv[1:])
     print(write_table(os.path.join(args.out, "scaling.md"), points, args.envs, command.strip()))
     write_plot(os.path.join(args.out, "scaling.png"), points, args.envs)

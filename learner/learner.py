@@ -168,6 +168,18 @@ def format_progress(record, num_returns: int, data: str) -> str:
             f"inference batch {record['inference_batch_size']:.1f} | {data}")
 
 
+def set_tf_threads(intra_op: int, inter_op: int) -> None:
+    if intra_op < 0 or inter_op < 0:
+        raise ValueError("run_learner.tf_intra_op_threads and tf_inter_op_threads must be >= 0 (0: all cores)")
+    try:
+        if intra_op:
+            tf.config.threading.set_intra_op_parallelism_threads(intra_op)
+        if inter_op:
+            tf.config.threading.set_inter_op_parallelism_threads(inter_op)
+    except RuntimeError as e:  # TensorFlow fixes its pools at its first op
+        log.warning("could not set TensorFlow's thread counts (%s); they stay at their defaults", e)
+
+
 @gin.configurable(denylist=["logdir", "address", "stop"])
 def run_learner(logdir: str, address: str, stop: threading.Event, *, agent=VTraceAgent,
                 inference_batch_size: int = 64, batch_timeout_ms: float = 10.0, num_stacked_frames: int = 4,
@@ -177,10 +189,16 @@ def run_learner(logdir: str, address: str, stop: threading.Event, *, agent=VTrac
                 max_consecutive_skipped_updates: int = 100, actor_idle_timeout_s: float = 300.0,
                 auth_token_env: str = "SEED_AUTH_TOKEN", auth_token_file: Optional[str] = None,
                 tls_cert_file: Optional[str] = None, tls_key_file: Optional[str] = None,
-                seed: Optional[int] = None) -> int:
+                seed: Optional[int] = None, tf_intra_op_threads: int = 0, tf_inter_op_threads: int = 0) -> int:
     """Serves actors and trains `agent` (VTraceAgent or R2D2Agent) until the frame
-    budget or `stop`; returns a process exit code."""
+    budget or `stop`; returns a process exit code.
+
+    `tf_intra_op_threads` / `tf_inter_op_threads` (0: TensorFlow's choice, every
+    core) cap the learner's TensorFlow thread pools, for machines where the
+    actors need cores of their own.
+    """
     check_reward_clipping(reward_clipping)
+    set_tf_threads(tf_intra_op_threads, tf_inter_op_threads)
     auth_token = read_auth_token(auth_token_env, auth_token_file)
     credentials = server_credentials(tls_cert_file, tls_key_file)
     address_file = os.path.join(logdir, "learner_address")
