@@ -1,6 +1,7 @@
 """The learner process: gRPC service, inference thread, training thread,
 checkpoints, summaries and the progress line, wired together."""
 import collections
+import inspect
 import json
 import logging
 import os
@@ -14,6 +15,7 @@ import tensorflow as tf
 
 from learner.batcher import InferenceBatcher
 from learner.checkpoints import Checkpointer
+from learner.distribution import create_strategy
 from learner.inference import InferencePipeline
 from learner.optimizers import current_learning_rate
 from learner.fixed_action_agent import FixedActionAgent  # noqa: F401  registers it for benchmarks
@@ -199,6 +201,7 @@ def run_learner(logdir: str, address: str, stop: threading.Event, *, agent=VTrac
     """
     check_reward_clipping(reward_clipping)
     set_tf_threads(tf_intra_op_threads, tf_inter_op_threads)
+    strategy = create_strategy()  # before any other TensorFlow op
     auth_token = read_auth_token(auth_token_env, auth_token_file)
     credentials = server_credentials(tls_cert_file, tls_key_file)
     address_file = os.path.join(logdir, "learner_address")
@@ -208,8 +211,14 @@ def run_learner(logdir: str, address: str, stop: threading.Event, *, agent=VTrac
         tf.random.set_seed(seed)
     spec = seed_envs.env_spec()
     log.info("env: %s, %d frames per agent step", spec.describe(), spec.frames_per_step)
+    distributed = {}
+    if strategy is not tf.distribute.get_strategy():
+        if "strategy" not in inspect.signature(agent).parameters:
+            raise ValueError(f"create_strategy.kind: {agent.__name__} trains on one device only; "
+                             "distributed training supports @VTraceAgent")
+        distributed["strategy"] = strategy
     agent = agent(spec, num_stacked_frames=num_stacked_frames, max_slots=max_env_slots,
-                  total_environment_frames=total_environment_frames, stop=stop)
+                  total_environment_frames=total_environment_frames, stop=stop, **distributed)
     frames = tf.Variable(0, dtype=tf.int64, name="environment_frames")
     checkpointer = Checkpointer(os.path.join(logdir, "checkpoints"), environment_frames=frames,
                                 **agent.trackables())

@@ -1,6 +1,7 @@
 """Optimizer and learning-rate schedule, both set from gin."""
 import gin
 import keras
+import tensorflow as tf
 
 OPTIMIZERS = ("adam", "rmsprop")
 LR_DECAYS = ("none", "linear", "polynomial")
@@ -29,4 +30,5 @@ def create_optimizer(num_training_steps: int, kind: str = "adam", learning_rate:
 
 def current_learning_rate(optimizer) -> float:
     lr = optimizer.learning_rate
-    return float(lr(optimizer.iterations) if callable(lr) else lr)
+    value = lr(optimizer.iterations) if callable(lr) else lr
+    return float(tf.convert_to_tensor(value).numpy())  # also for a mirrored variable

@@ -18,7 +18,8 @@ from seed.networks import ActorCriticNetwork, EnvOutput
 from seed.specs import EnvSpec
 
 
-@gin.configurable(denylist=["spec", "num_stacked_frames", "max_slots", "total_environment_frames", "stop"])
+@gin.configurable(denylist=["spec", "num_stacked_frames", "max_slots", "total_environment_frames", "stop",
+                            "strategy"])
 class VTraceAgent:
     """Unrolls go through a bounded queue: when training falls behind, inference
     blocks on it, which keeps the policy lag at most `unroll_queue_capacity` unrolls."""
@@ -27,12 +28,15 @@ class VTraceAgent:
 
     def __init__(self, spec: EnvSpec, num_stacked_frames: int, max_slots: int, total_environment_frames: int,
                  stop: threading.Event, unroll_length: int = 20, batch_size: int = 32,
-                 unroll_queue_capacity: int = 64):
-        self.network = ActorCriticNetwork(spec.num_actions, (*spec.observation_shape, num_stacked_frames),
-                                          spec.observation_dtype)
+                 unroll_queue_capacity: int = 64, strategy: Optional[tf.distribute.Strategy] = None):
+        strategy = strategy or tf.distribute.get_strategy()
         self.frames_per_update = batch_size * unroll_length * spec.frames_per_step
-        self.optimizer = create_optimizer(num_training_steps=total_environment_frames // self.frames_per_update)
-        self.trainer = VTraceTrainer(self.network, self.optimizer)
+        with strategy.scope():  # mirrored variables when training on several replicas
+            self.network = ActorCriticNetwork(spec.num_actions, (*spec.observation_shape, num_stacked_frames),
+                                              spec.observation_dtype)
+            self.optimizer = create_optimizer(
+                num_training_steps=total_environment_frames // self.frames_per_update)
+        self.trainer = VTraceTrainer(self.network, self.optimizer, strategy=strategy)
         self.batch_size = batch_size
         self.queue = UnrollQueue(unroll_queue_capacity)
         self.unrolls = UnrollStore(max_slots, unroll_length, {

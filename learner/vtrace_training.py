@@ -5,6 +5,7 @@ import gin
 import numpy as np
 import tensorflow as tf
 
+from learner.distribution import split_batch
 from seed import vtrace
 from seed.networks import ActorCriticNetwork, EnvOutput
 
@@ -12,6 +13,8 @@ from seed.networks import ActorCriticNetwork, EnvOutput
 @gin.configurable
 class VTraceLoss:
     """IMPALA's loss: policy gradient with V-trace advantages, baseline and entropy terms."""
+
+    METRICS = ("loss/total", "loss/policy", "loss/baseline", "loss/entropy")
 
     def __init__(self, discount: float = 0.99, lambda_: float = 1.0, clip_rho_threshold: float = 1.0,
                  clip_c_threshold: float = 1.0, clip_pg_rho_threshold: float = 1.0,
@@ -47,29 +50,53 @@ class VTraceLoss:
         entropy_loss = vtrace.entropy_loss(logits, valid)
         total = pg_loss + self.baseline_cost * baseline_loss + self.entropy_cost * entropy_loss
         return total, {"loss/total": total, "loss/policy": pg_loss, "loss/baseline": baseline_loss,
-                       "loss/entropy": entropy_loss}
+                       "loss/entropy": entropy_loss, "valid_steps": tf.reduce_sum(valid)}
 
 
 @gin.configurable
 class VTraceTrainer:
-    """Owns the update's tf.function; the agent's variables are the ones inference reads."""
+    """Owns the update's tf.function; the agent's variables are the ones inference reads.
+
+    Under a tf.distribute strategy each replica computes gradients on its share
+    of the batch; they are combined (over every replica of every learner) into
+    the whole batch's gradient, then clipped and checked once, so all replicas
+    take the same decision and the same step.
+    """
 
     def __init__(self, agent: ActorCriticNetwork, optimizer, loss: VTraceLoss = None,
-                 max_gradient_norm: float = 40.0):
+                 max_gradient_norm: float = 40.0, strategy: tf.distribute.Strategy = None):
         self.agent = agent
         self.optimizer = optimizer
         self.loss = loss or VTraceLoss()
         self.max_gradient_norm = max_gradient_norm
-        optimizer.build(agent.trainable_variables)  # create slots now so checkpoints restore them
+        self.strategy = strategy or tf.distribute.get_strategy()
+        with self.strategy.scope():
+            optimizer.build(agent.trainable_variables)  # create slots now so checkpoints restore them
         self._update = tf.function(self._update_impl)
 
-    def _update_impl(self, unrolls):
+    def _replica_sums(self, unrolls):
+        """This replica's gradients and metrics, weighted by its number of valid steps, and that
+        weight, flattened into one vector so that combining replicas takes one all-reduce."""
         variables = self.agent.trainable_variables
         with tf.GradientTape() as tape:
             total, metrics = self.loss(self.agent, unrolls)
+        weight = tf.maximum(metrics["valid_steps"], 1.0)  # the loss's masked means divide by it
         gradients = tape.gradient(total, variables)
+        parts = [g * weight for g in gradients] + [metrics[k] * weight for k in VTraceLoss.METRICS] + [weight]
+        return tf.concat([tf.reshape(p, [-1]) for p in parts], 0)
+
+    def _update_impl(self, unrolls):
+        # Summing weighted shares and dividing by the total weight gives exactly the masked means
+        # (and their gradients) over the whole batch, however the valid steps fall between replicas.
+        sums = self.strategy.reduce(tf.distribute.ReduceOp.SUM,
+                                    self.strategy.run(self._replica_sums, args=(unrolls,)), axis=None)
+        variables = self.agent.trainable_variables
+        sizes = [int(np.prod(v.shape)) for v in variables] + [1] * (len(VTraceLoss.METRICS) + 1)
+        parts = tf.split(sums / sums[-1], sizes)
+        gradients = [tf.reshape(p, v.shape) for p, v in zip(parts, variables)]
+        metrics = {k: p[0] for k, p in zip(VTraceLoss.METRICS, parts[len(variables):])}
         gradients, norm = tf.clip_by_global_norm(gradients, self.max_gradient_norm)
-        finite = tf.math.is_finite(total) & tf.math.is_finite(norm)
+        finite = tf.math.is_finite(metrics["loss/total"]) & tf.math.is_finite(norm)
         if finite:
             self.optimizer.apply_gradients(zip(gradients, variables))
         metrics["gradient_norm"] = norm
@@ -79,4 +106,4 @@ class VTraceTrainer:
     def update(self, batch: Dict[str, np.ndarray]) -> Dict[str, float]:
         """`batch` holds batch-major [B, T+1, ...] unrolls as the queue returns them."""
         time_major = {k: np.swapaxes(v, 0, 1) for k, v in batch.items()}
-        return {k: v.numpy() for k, v in self._update(time_major).items()}
+        return {k: v.numpy() for k, v in self._update(split_batch(self.strategy, time_major)).items()}

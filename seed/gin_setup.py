@@ -17,7 +17,7 @@ import gin
 CONFIG_DIR = pathlib.Path(__file__).resolve().parent / "configs"
 
 LEARNER_CONFIGURABLES = frozenset({
-    "run_learner", "create_optimizer", "VTraceAgent", "VTraceLoss", "VTraceTrainer", "ActorCriticNetwork",
+    "run_learner", "create_optimizer", "create_strategy", "VTraceAgent", "VTraceLoss", "VTraceTrainer", "ActorCriticNetwork",
     "R2D2Agent", "R2D2Trainer", "DuelingQNetwork", "FixedActionAgent",
 })
 

@@ -59,3 +59,18 @@ def test_atari_smoke_trains_checkpoints_and_resumes(tmp_path):
                   actor_bindings, timeout_s=600)
     assert "resuming at 32000 environment frames, 200 updates" in (tmp_path / "logs" / "learner.log").read_text()
     assert checkpoint_counters(tmp_path) == (300 * frames_per_update, 300)  # optimizer step continued, not restarted
+
+
+def test_vtrace_learns_cartpole_on_two_mirrored_replicas(tmp_path):
+    """The same learning bar with the update split over two (logical CPU) replicas."""
+    run_to_budget(tmp_path, "classic_vtrace.gin", 2,
+                  [f"run_learner.total_environment_frames={CARTPOLE_STEP_BUDGET}", "run_learner.seed=1",
+                   "create_strategy.kind='mirrored'", "create_strategy.cpu_replicas=2"],
+                  ["run_actor.num_envs=4"], timeout_s=900)
+    assert "training on 2 replicas (MirroredStrategy)" in (tmp_path / "logs" / "learner.log").read_text()
+    episodes = processes.read_episodes(tmp_path)
+    frames = np.array([f for f, _ in episodes])
+    returns = np.array([r for _, r in episodes])
+    rolling = np.convolve(returns, np.ones(20) / 20, mode="valid")
+    best = rolling[frames[19:] <= CARTPOLE_STEP_BUDGET].max()
+    assert best >= 195, f"best mean return over 20 episodes within {CARTPOLE_STEP_BUDGET} steps: {best:.1f}"

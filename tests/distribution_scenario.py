@@ -1,0 +1,41 @@
+"""Run by tests/learner/test_distribution.py in a fresh interpreter (logical CPU devices
+must be set before TensorFlow's first op): V-trace updates on a MirroredStrategy of
+two CPU replicas against the same updates on one device, from the same weights."""
+import json
+
+import numpy as np
+
+from learner.distribution import create_strategy
+from learner.optimizers import create_optimizer
+from learner.vtrace_training import VTraceTrainer
+from seed.networks import ActorCriticNetwork
+from tests.learner.test_vtrace_training import random_unrolls
+
+strategy = create_strategy("mirrored", cpu_replicas=2)
+with strategy.scope():
+    mirrored_net = ActorCriticNetwork(3, (4,), "float32", torso="mlp", lstm_units=8)
+    mirrored = VTraceTrainer(mirrored_net, create_optimizer(100, learning_rate=1e-2), strategy=strategy)
+single_net = ActorCriticNetwork(3, (4,), "float32", torso="mlp", lstm_units=8)
+for target, source in zip(single_net.variables, mirrored_net.variables):
+    target.assign(source.numpy())
+single = VTraceTrainer(single_net, create_optimizer(100, learning_rate=1e-2))
+
+def replicas(variable):
+    """The per-device copies of a (Keras-wrapped) mirrored variable."""
+    return getattr(variable, "value", variable).values
+
+
+rng = np.random.default_rng(0)
+for _ in range(5):
+    batch = random_unrolls(rng, 4, 6, (4,), "float32", 3, mirrored_net.state_size)
+    m_metrics, s_metrics = mirrored.update(batch), single.update(batch)
+largest_difference = max(float(np.max(np.abs(m.numpy() - s.numpy())))
+                         for m, s in zip(mirrored_net.trainable_variables, single_net.trainable_variables))
+replica_difference = max(float(np.max(np.abs(replicas(v)[0].numpy() - replicas(v)[1].numpy())))
+                         for v in mirrored_net.trainable_variables)
+moved = max(float(np.max(np.abs(v.numpy()))) for v in mirrored_net.trainable_variables)
+print(json.dumps({"replicas": strategy.num_replicas_in_sync,
+                  "devices": sorted({replicas(v)[i].device for v in mirrored_net.trainable_variables for i in (0, 1)}),
+                  "largest_difference": largest_difference, "replica_difference": replica_difference,
+                  "loss_mirrored": float(m_metrics["loss/total"]), "loss_single": float(s_metrics["loss/total"]),
+                  "iterations": int(mirrored.optimizer.iterations.numpy())}))
