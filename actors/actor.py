@@ -58,9 +58,13 @@ class LearnerStream:
         self.send(message)
         return self.receive()
 
-    def close(self) -> None:
+    def close(self, timeout_s: float = 2.0) -> None:
         self._closed.set()
+        self._requests.put(codec.GOODBYE)  # tells the learner this stream was not lost
         self._requests.put(_END)
+        ended = threading.Event()
+        self._call.add_done_callback(lambda _: ended.set())
+        ended.wait(timeout_s)  # let the Goodbye reach the learner before cutting the call
         self._call.cancel()
 
 

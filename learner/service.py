@@ -118,9 +118,12 @@ class LearnerServicer(seed_pb2_grpc.LearnerServicer):
             self._await_actor(context, hello.actor_name)
             for message in request_iterator:
                 self._await_actor(context, None)
+                if message.WhichOneof("kind") == "goodbye":
+                    closed_by_actor = True
+                    break
                 if message.WhichOneof("kind") != "steps":
                     context.abort(grpc.StatusCode.INVALID_ARGUMENT,
-                                  "a Hello may only open a stream; later messages must be EnvSteps")
+                                  "a Hello may only open a stream; later messages must be EnvSteps or a Goodbye")
                 group = message.steps.env_group
                 if not 0 <= group < num_groups or any(group == g for g, _ in in_flight):
                     context.abort(grpc.StatusCode.INVALID_ARGUMENT,
@@ -142,7 +145,6 @@ class LearnerServicer(seed_pb2_grpc.LearnerServicer):
                     context.abort(grpc.StatusCode.UNAVAILABLE, "the learner is shutting down")
                 yield codec.encode_actions(actions, group)
                 self._await_actor(context, hello.actor_name)
-            closed_by_actor = True
         finally:
             self._await_actor(context, None)
             lost = not closed_by_actor and context.code() is None  # not one of our own aborts

@@ -45,7 +45,8 @@ def _role_from_spec(spec: dict, variable: str) -> ClusterRole:
         cluster, task = spec["cluster"], spec["task"]
         task_type, index = task["type"], int(task.get("index", 0))
     except (KeyError, TypeError, ValueError) as e:
-        raise ClusterError(f"{variable} needs 'cluster' and 'task' with 'type' and 'index' ({e!r} is missing)") from None
+        raise ClusterError(f"{variable} needs 'cluster' and 'task' with 'type' and 'index' "
+                           f"({e!r} is missing)") from None
     learner_pool = _first_present(cluster, LEARNER_POOLS)
     if learner_pool is None or len(cluster[learner_pool]) != 1:
         raise ClusterError(f"{variable}: seed needs exactly one learner replica in one of {LEARNER_POOLS}, "

@@ -38,6 +38,9 @@ def make_hello(actor_name: str, num_envs: int, spec: EnvSpec, auth_token: str = 
         num_actions=spec.num_actions, auth_token=auth_token, num_env_groups=num_env_groups))
 
 
+GOODBYE = seed_pb2.ActorMessage(goodbye=seed_pb2.Goodbye())
+
+
 def env_group_bounds(num_envs: int, num_groups: int) -> np.ndarray:
     """[num_groups + 1] offsets: group g is envs bounds[g]:bounds[g + 1] (numpy's array_split sizes)."""
     sizes = np.full(num_groups, num_envs // num_groups)

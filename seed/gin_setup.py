@@ -17,8 +17,8 @@ import gin
 CONFIG_DIR = pathlib.Path(__file__).resolve().parent / "configs"
 
 LEARNER_CONFIGURABLES = frozenset({
-    "run_learner", "create_optimizer", "create_strategy", "VTraceAgent", "VTraceLoss", "VTraceTrainer", "ActorCriticNetwork",
-    "R2D2Agent", "R2D2Trainer", "DuelingQNetwork", "FixedActionAgent",
+    "run_learner", "create_optimizer", "create_strategy", "VTraceAgent", "VTraceLoss", "VTraceTrainer",
+    "ActorCriticNetwork", "R2D2Agent", "R2D2Trainer", "DuelingQNetwork", "FixedActionAgent",
 })
 
 log = logging.getLogger(__name__)

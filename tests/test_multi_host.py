@@ -87,8 +87,9 @@ def test_actors_in_other_namespaces_train_with_the_learner_over_a_bridge(hosts, 
             time.sleep(0.5)
         assert record.get("updates", 0) >= 20 and record.get("actors/connected") == 2, record
         # Both actors really sit in other namespaces: neither can reach the learner on loopback there.
+        port = address.rsplit(":", 1)[1]
         probe = subprocess.run(["ip", "netns", "exec", hosts["actor0"][0], sys.executable, "-c",
-                                f"import socket; socket.create_connection(('127.0.0.1', {address.rsplit(':', 1)[1]}), 2)"],
+                                f"import socket; socket.create_connection(('127.0.0.1', {port}), 2)"],
                                capture_output=True, text=True, timeout=30)
         assert probe.returncode != 0 and "refused" in probe.stderr.lower()
     finally:

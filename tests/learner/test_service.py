@@ -2,6 +2,7 @@
 plain function so these tests need no TensorFlow)."""
 import contextlib
 import queue
+import threading
 
 import grpc
 import numpy as np
@@ -18,6 +19,8 @@ SPEC = EnvSpec((4,), "float32", 3)
 class Client:
     """One actor stream, driven message by message."""
 
+    GOODBYE = codec.GOODBYE
+
     def __init__(self, address):
         self.channel = grpc.insecure_channel(address)
         self._requests = queue.Queue()
@@ -33,8 +36,17 @@ class Client:
     def receive(self):
         return next(self._responses)
 
-    def close(self):
+    def close(self, goodbye=True):
+        if goodbye:
+            self._requests.put(self.GOODBYE)
         self._requests.put(None)
+        # Until the learner ends the stream (it may already have); a bounded wait in any case.
+        deadline = threading.Timer(10.0, self._responses.cancel)
+        deadline.start()
+        with contextlib.suppress(grpc.RpcError):
+            for _ in self._responses:
+                pass
+        deadline.cancel()
         self.channel.close()
 
 
@@ -71,6 +83,17 @@ def assert_serves_a_new_actor(address):
     client.send(codec.make_hello("well-behaved", 1, SPEC))
     assert len(codec.decode_actions(client.send(good_steps(1)).actions, 1)) == 1
     client.close()
+
+
+def test_only_a_stream_ended_without_goodbye_counts_as_lost(learner):
+    address, servicer, _, released = learner
+    for goodbye, lost in ((True, 0), (False, 1)):
+        client = Client(address)
+        client.send(codec.make_hello("a", 2, SPEC))
+        client.send(good_steps(2))
+        client.close(goodbye=goodbye)
+        released.get(timeout=10)  # the learner has finished with the stream
+        assert servicer.counters()["actors/streams_lost"] == lost
 
 
 def test_env_groups_are_in_flight_together_and_answered_in_order(learner):
@@ -243,6 +266,8 @@ def test_stalled_actor_stream_is_closed_and_its_slots_freed_while_others_are_ser
 
 class RawClient(Client):
     """Sends arbitrary bytes on the learner's stream method."""
+
+    GOODBYE = codec.GOODBYE.SerializeToString()
 
     def __init__(self, address):
         self.channel = grpc.insecure_channel(address)
