@@ -4,7 +4,6 @@ learner processes training one V-trace policy with MultiWorkerMirroredStrategy
 budget. Prints one JSON line: exit codes, updates and how far the weights differ."""
 import json
 import os
-import socket
 import sys
 import time
 
@@ -17,14 +16,8 @@ UPDATES = 30
 FRAMES_PER_UPDATE = 8 * 20  # classic_vtrace.gin: batch 8 x unroll 20, one frame per step
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def main(root):
-    workers = [f"127.0.0.1:{free_port()}" for _ in range(2)]
+    workers = [f"127.0.0.1:{processes.free_loopback_port()}" for _ in range(2)]
     learners, actors, logdirs = [], [], []
     bindings = ["create_strategy.kind='multi_worker'", "run_learner.progress_interval_s=1",
                 f"run_learner.total_environment_frames={UPDATES * FRAMES_PER_UPDATE}"]

@@ -1,7 +1,9 @@
 """Starting real learner and actor processes on loopback for tests."""
+import json
 import os
 import pathlib
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -49,6 +51,29 @@ def start_actors(logdir, config: str, address: str, num_actors: int, bindings: S
         actors.append(subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                        env=child_env(), cwd=REPO_ROOT))
     return actors
+
+
+def wait_until(condition, timeout_s: float = 120.0, what: str = "", poll_s: float = 0.2) -> None:
+    """Polls `condition` until it holds; fails the test after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(poll_s)
+    raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}")
+
+
+def last_progress(logdir) -> dict:
+    """The newest record of LOGDIR/progress.jsonl, {} before the first."""
+    path = pathlib.Path(logdir) / "progress.jsonl"
+    lines = path.read_text().splitlines() if path.exists() else []
+    return json.loads(lines[-1]) if lines else {}
+
+
+def free_loopback_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def learner_output(logdir) -> str:

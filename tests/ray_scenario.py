@@ -11,14 +11,9 @@ import ray
 from ray.cluster_utils import Cluster
 
 from seed.ray_launch import RayJob
+from tests.processes import last_progress
 
 NODE = {"node_ip_address": "127.0.0.1", "include_dashboard": False, "object_store_memory": 80 << 20}
-
-
-def progress(logdir):
-    path = os.path.join(logdir, "progress.jsonl")
-    lines = open(path).read().splitlines() if os.path.exists(path) else []
-    return json.loads(lines[-1]) if lines else {}
 
 
 def wait_for(condition, timeout_s, what, job):
@@ -28,7 +23,7 @@ def wait_for(condition, timeout_s, what, job):
         if condition():
             return
         time.sleep(1.0)
-    raise SystemExit(f"timed out waiting for {what}: {progress(job.logdir)}")
+    raise SystemExit(f"timed out waiting for {what}: {last_progress(job.logdir)}")
 
 
 def main(logdir):
@@ -42,13 +37,13 @@ def main(logdir):
     result = {"learner_node": job.learner_node, "gpu_node": gpu_node.node_id, "cpu_node": cpu_node.node_id,
               "actor_nodes": [ray.get(a.node.remote())[0] for a in job.actors]}
     try:
-        wait_for(lambda: progress(logdir).get("updates", 0) >= 10, 240, "training updates", job)
+        wait_for(lambda: last_progress(logdir).get("updates", 0) >= 10, 240, "training updates", job)
         os.kill(ray.get(job.actors[0].pid.remote()), signal.SIGKILL)
-        updates = progress(logdir)["updates"]
-        wait_for(lambda: job.actor_restarts >= 1 and progress(logdir).get("actors/connected") == 2
-                 and progress(logdir)["updates"] >= updates + 10, 180, "the killed actor's restart", job)
-        result.update(actor_restarts=job.actor_restarts, updates=progress(logdir)["updates"],
-                      streams_lost=progress(logdir)["actors/streams_lost"])
+        updates = last_progress(logdir)["updates"]
+        wait_for(lambda: job.actor_restarts >= 1 and last_progress(logdir).get("actors/connected") == 2
+                 and last_progress(logdir)["updates"] >= updates + 10, 180, "the killed actor's restart", job)
+        result.update(actor_restarts=job.actor_restarts, updates=last_progress(logdir)["updates"],
+                      streams_lost=last_progress(logdir)["actors/streams_lost"])
     finally:
         result["learner_exit"] = job.stop()
         ray.shutdown()

@@ -4,15 +4,13 @@ for real on loopback."""
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
 
 import pytest
 
 from seed.cluster import ClusterError, local_path, resolve_role
-from tests.processes import REPO_ROOT, child_env
+from tests.processes import REPO_ROOT, child_env, free_loopback_port, last_progress, wait_until
 
 LEARNER = "cmle-training-workerpool0-1f2e3d4c5b-0:2222"
 ACTORS = [f"cmle-training-workerpool1-1f2e3d4c5b-{i}:2222" for i in range(3)]
@@ -65,12 +63,6 @@ def test_gcs_paths_map_to_the_vertex_ai_mount():
     assert local_path("/tmp/run") == "/tmp/run"
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def children(pid):
     path = f"/proc/{pid}/task/{pid}/children"
     return [int(c) for c in open(path).read().split()] if os.path.exists(path) else []
@@ -83,36 +75,21 @@ def launch(logdir, spec, *args):
                             env=env, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def progress_frames(logdir):
-    path = logdir / "progress.jsonl"
-    lines = path.read_text().splitlines() if path.exists() else []
-    return json.loads(lines[-1])["env_frames"] if lines else 0
-
-
-def wait_until(condition, timeout_s, what):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.5)
-    pytest.fail(f"timed out waiting for {what}")
-
-
 def test_seed_launch_runs_learner_and_actor_replicas_and_restarts_a_killed_actor(tmp_path):
-    learner_address = f"127.0.0.1:{free_port()}"
-    actors = [f"127.0.0.1:{free_port()}"]  # an actor replica's own address; actors listen on nothing
+    learner_address = f"127.0.0.1:{free_loopback_port()}"
+    actors = [f"127.0.0.1:{free_loopback_port()}"]  # an actor replica's own address; actors listen on nothing
     bindings = ["--gin_bindings", "run_learner.progress_interval_s=1", "--gin_bindings", "run_actor.num_envs=2"]
     learner = launch(tmp_path, cluster_spec("workerpool0", 0, learner_address, actors), *bindings)
     replica = launch(tmp_path, cluster_spec("workerpool1", 0, learner_address, actors), "--actors_per_replica", "2",
                      *bindings)
     try:
-        wait_until(lambda: progress_frames(tmp_path) > 2000, 180, "training steps from the actor replica")
+        wait_until(lambda: last_progress(tmp_path).get("env_frames", 0) > 2000, 180, "training steps from the actor replica")
         actor_pids = children(replica.pid)
         assert len(actor_pids) == 2
         os.kill(actor_pids[0], signal.SIGKILL)  # as the OOM killer would
         wait_until(lambda: len(set(children(replica.pid)) - set(actor_pids)) == 1, 60, "the actor's restart")
-        frames = progress_frames(tmp_path)
-        wait_until(lambda: progress_frames(tmp_path) > frames + 2000, 120, "training after the restart")
+        frames = last_progress(tmp_path).get("env_frames", 0)
+        wait_until(lambda: last_progress(tmp_path).get("env_frames", 0) > frames + 2000, 120, "training after the restart")
         log = (tmp_path / "logs" / "launch_actors_0.log").read_text()
         assert "died from signal 9; restarting it" in log
     finally:

@@ -2,23 +2,12 @@
 import contextlib
 import json
 import signal
-import time
-
-import pytest
 
 from tests import processes
+from tests.processes import wait_until
 
 BINDINGS = ["run_learner.checkpoint_interval_s=1", "run_learner.progress_interval_s=1",
             "run_learner.total_environment_frames=100000000"]
-
-
-def wait_until(predicate, timeout_s=120.0, what=""):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.2)
-    pytest.fail(f"timed out waiting for {what}")
 
 
 def latest_frames(logdir):

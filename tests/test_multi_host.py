@@ -2,16 +2,14 @@
 (a fourth namespace), the learner in one, an actor in each of the others, training
 over the virtual network. Needs root and iproute2; skipped with the reason where
 namespaces cannot be created."""
-import json
 import os
 import shutil
 import subprocess
 import sys
-import time
 
 import pytest
 
-from tests.processes import REPO_ROOT, child_env, stop
+from tests.processes import REPO_ROOT, child_env, last_progress, stop, wait_for_address, wait_until
 
 PREFIX = f"seed{os.getpid() % 100000}"
 SUBNET = "10.77.0"
@@ -63,12 +61,7 @@ def test_actors_in_other_namespaces_train_with_the_learner_over_a_bridge(hosts, 
                          env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     running = [learner]
     try:
-        address_file = tmp_path / "learner" / "learner_address"
-        deadline = time.monotonic() + 120
-        while not address_file.exists():
-            assert learner.poll() is None and time.monotonic() < deadline, "the learner did not start"
-            time.sleep(0.2)
-        address = address_file.read_text().strip()
+        address = wait_for_address(tmp_path / "learner", learner)
         assert address.startswith(learner_ip)  # it listens on the virtual network, not loopback
         for i in range(2):
             namespace, _ = hosts[f"actor{i}"]
@@ -76,16 +69,11 @@ def test_actors_in_other_namespaces_train_with_the_learner_over_a_bridge(hosts, 
                                                   "--actor_index", str(i), "--logdir", str(tmp_path / f"actor{i}"),
                                                   "--gin_config", "classic_vtrace.gin"],
                                       env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        progress = tmp_path / "learner" / "progress.jsonl"
-        deadline = time.monotonic() + 180
-        record = {}
-        while time.monotonic() < deadline:
-            lines = progress.read_text().splitlines() if progress.exists() else []
-            record = json.loads(lines[-1]) if lines else {}
-            if record.get("updates", 0) >= 20 and record.get("actors/connected") == 2:
-                break
-            time.sleep(0.5)
-        assert record.get("updates", 0) >= 20 and record.get("actors/connected") == 2, record
+        def trained():
+            record = last_progress(tmp_path / "learner")
+            return record.get("updates", 0) >= 20 and record.get("actors/connected") == 2
+
+        wait_until(trained, 180, "20 updates with both actors connected", poll_s=0.5)
         # Both actors really sit in other namespaces: neither can reach the learner on loopback there.
         port = address.rsplit(":", 1)[1]
         probe = subprocess.run(["ip", "netns", "exec", hosts["actor0"][0], sys.executable, "-c",
