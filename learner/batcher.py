@@ -2,8 +2,10 @@
 
 gRPC handler threads `submit` one actor's N env steps and wait for the
 actions. One inference thread takes requests until a full batch is waiting or
-`batch_timeout_ms` has passed since the first one arrived, so a run with fewer
-envs than the batch size is never stuck waiting. A full batch is
+a wait has passed since the first one arrived: `batch_timeout_ms`, or less
+once policy calls are known to be quicker (the wait is capped at their moving
+average duration), so a run with fewer envs than the batch size is never
+stuck waiting and cheap calls are not held back for stragglers. A full batch is
 `max_batch_envs`, or fewer when fewer envs can be waiting at once (the
 service tells `expected_envs` as actors come and go): the batch then grows
 with the number of envs instead of waiting for envs that do not exist. An
@@ -57,6 +59,7 @@ class InferenceBatcher:
         self._expected_lock = threading.Lock()
         self.num_batches = 0
         self.num_batched_envs = 0
+        self.call_s = 0.0  # moving average of one policy call's duration
 
     def start(self) -> None:
         self._thread.start()
@@ -92,6 +95,11 @@ class InferenceBatcher:
         expected = self._expected_envs  # read on every request: actors come and go
         return min(self.max_batch_envs, expected) if expected > 0 else self.max_batch_envs
 
+    def _max_wait_s(self) -> float:
+        # A request that misses this batch waits about one call for the next one; waiting
+        # longer than a call for stragglers only idles everyone else (and the cores).
+        return min(self.batch_timeout_s, self.call_s) if self.num_batches else self.batch_timeout_s
+
     def _next_queued(self):
         if self._carry is not None:
             request, self._carry = self._carry, None
@@ -125,7 +133,7 @@ class InferenceBatcher:
             batch.append(request)
             num_envs += n
             if deadline is None:
-                deadline = time.monotonic() + self.batch_timeout_s
+                deadline = time.monotonic() + self._max_wait_s()
         return batch, releases
 
     def _loop(self) -> None:
@@ -148,6 +156,7 @@ class InferenceBatcher:
         else:
             slot_ids = np.concatenate([r.slot_ids for r in batch])
             steps = EnvStepBatch(*(np.concatenate(parts) for parts in zip(*(r.steps for r in batch))))
+        started = time.monotonic()
         try:
             actions = self._infer(slot_ids, steps)
         except LearnerStopped as e:
@@ -159,6 +168,7 @@ class InferenceBatcher:
             for request in batch:
                 request.answer.set_exception(e)
             raise
+        self.call_s += (time.monotonic() - started - self.call_s) * (0.1 if self.num_batches else 1.0)
         self.num_batches += 1
         self.num_batched_envs += len(slot_ids)
         start = 0

@@ -74,6 +74,19 @@ def test_batch_is_full_when_every_expected_env_is_in_it(make_batcher):
     assert policy.batch_sizes == [6, 10]
 
 
+def test_stragglers_are_awaited_no_longer_than_a_policy_call(make_batcher):
+    """Once calls are known to be quick, a partial batch goes out after about one call's time,
+    not after batch_timeout_ms: a request that misses it is served by the next call anyway."""
+    policy = RecordingPolicy()
+    batcher = make_batcher(64, 60_000, policy)
+    batcher.expect_envs(8)
+    batcher.submit(np.arange(8), steps_for(0, 8)).result(timeout=10)  # full: goes out at once, timing a call
+    actions = batcher.submit(np.arange(4), steps_for(1, 4)).result(timeout=10)  # a 60 s wait would fail this
+    np.testing.assert_array_equal(actions, 1000 * np.arange(4) + 1)
+    assert policy.batch_sizes == [8, 4]
+    assert batcher.call_s < 10
+
+
 def test_without_a_timeout_everything_already_queued_is_one_batch():
     """batch_timeout_ms=0 waits for nothing but still batches what arrived during the last call."""
     policy = RecordingPolicy()
