@@ -5,6 +5,7 @@ Hello, so decoding is `np.frombuffer` over the message's bytes (no copy) after
 checking the byte counts. Every malformed input raises `ProtocolError` with a
 message that names the field and what was expected.
 """
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -81,7 +82,7 @@ def encode_steps(observations: np.ndarray, rewards: np.ndarray, terminated: np.n
 
 
 def _field(data: bytes, dtype: np.dtype, shape, name: str) -> np.ndarray:
-    expected = int(np.prod(shape)) * dtype.itemsize
+    expected = math.prod(shape) * dtype.itemsize
     if len(data) != expected:
         raise ProtocolError(f"{name}: got {len(data)} bytes, expected {expected} "
                             f"({'x'.join(map(str, shape))} {dtype.name})")
