@@ -4,8 +4,9 @@ gRPC handler threads `submit` one actor's N env steps and wait for the
 actions. One inference thread takes requests until a full batch is waiting or
 a wait has passed since the first one arrived: `batch_timeout_ms`, or less
 once policy calls are known to be quicker (the wait is capped at their moving
-average duration), so a run with fewer envs than the batch size is never
-stuck waiting and cheap calls are not held back for stragglers. A full batch is
+average duration, and under a millisecond it is skipped), so a run with fewer
+envs than the batch size is never stuck waiting and cheap calls are not held
+back for stragglers. A full batch is
 `max_batch_envs`, or fewer when fewer envs can be waiting at once (the
 service tells `expected_envs` as actors come and go): the batch then grows
 with the number of envs instead of waiting for envs that do not exist. An
@@ -38,6 +39,8 @@ class ReleaseRequest(NamedTuple):
 class LearnerStopped(Exception):
     """The learner is shutting down; no more actions will come."""
 
+
+_MIN_WAIT_S = 0.001
 
 # (slot_ids [B], steps for B envs) -> actions [B]
 InferenceFn = Callable[[np.ndarray, EnvStepBatch], np.ndarray]
@@ -98,7 +101,10 @@ class InferenceBatcher:
     def _max_wait_s(self) -> float:
         # A request that misses this batch waits about one call for the next one; waiting
         # longer than a call for stragglers only idles everyone else (and the cores).
-        return min(self.batch_timeout_s, self.call_s) if self.num_batches else self.batch_timeout_s
+        wait = min(self.batch_timeout_s, self.call_s) if self.num_batches else self.batch_timeout_s
+        # A sleep shorter than that costs a thread wake-up, about what it could save:
+        # take only what is already queued (measured: +5 % transport on 2 shared cores).
+        return wait if wait >= _MIN_WAIT_S else 0.0
 
     def _next_queued(self):
         if self._carry is not None:
