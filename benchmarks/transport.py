@@ -1,13 +1,17 @@
 """Transport overhead: env steps/s through actors + gRPC + batcher + codecs, over raw stepping.
 
-    .venv/bin/python benchmarks/transport.py [--actors 4] [--envs 4] [--seconds 20] [--env_groups 1 2]
+    .venv/bin/python benchmarks/transport.py [--actors 4] [--envs 4 16 32] [--seconds 20] [--env_groups 1]
 
-All measured in this run, one after the other, with the same process layout:
-`--actors` processes each stepping `--envs` Pong envs on their own (reference),
-then the same processes as actors of a learner that answers with a fixed
-action and neither infers nor trains (run_learner.agent = @FixedActionAgent),
-once per `--env_groups` value (1: lockstep actors; 2: double-buffered).
-Prints JSON lines; the ratio is what to compare across machines.
+For each `--envs` value, all measured in this run, one after the other, with
+the same process layout: `--actors` processes each stepping that many Pong envs
+on their own (reference); grpcio's own floor, a bare stream exchanging messages
+of one actor's size (benchmarks/grpc_floor.py), turned into the best ratio any
+transport on grpcio could reach here (`ceiling_ratio`: raw stepping's CPU per
+message over that plus the floor's); then the same processes as actors of a
+learner that answers with a fixed action and neither infers nor trains
+(run_learner.agent = @FixedActionAgent), once per `--env_groups` value (1:
+lockstep actors; 2: double-buffered). Prints JSON lines; the ratios are what
+to compare across machines.
 """
 import argparse
 import json
@@ -35,15 +39,17 @@ steps, start = 0, time.perf_counter()
 while time.perf_counter() - start < seconds:
     envs.step(np.zeros(n, np.int64))  # the same fixed action the transport learner answers
     steps += n
-print(steps / (time.perf_counter() - start))
+print(steps / (time.perf_counter() - start), envs.spec.observation_nbytes)
 """
 
 
-def raw_steps_per_s(config: str, actors: int, envs: int, seconds: float) -> float:
+def raw_steps_per_s(config: str, actors: int, envs: int, seconds: float):
+    """Agent steps/s of all processes together, and one observation's size in bytes."""
     env = dict(os.environ, PYTHONPATH=REPO)
     procs = [subprocess.Popen([sys.executable, "-c", RAW_STEPPER, config, str(envs), str(seconds)],
                               stdout=subprocess.PIPE, text=True, env=env) for _ in range(actors)]
-    return sum(float(p.communicate()[0].strip().splitlines()[-1]) for p in procs)
+    results = [p.communicate()[0].strip().splitlines()[-1].split() for p in procs]
+    return sum(float(steps) for steps, _ in results), int(results[0][1])
 
 
 def system_steps_per_s(config: str, actors: int, envs: int, groups: int, seconds: float,
@@ -71,18 +77,27 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--config", default="atari_vtrace.gin")
     parser.add_argument("--actors", type=int, default=4)
-    parser.add_argument("--envs", type=int, default=4)
+    parser.add_argument("--envs", type=int, nargs="+", default=[4, 16, 32], help="envs per actor, one run each")
     parser.add_argument("--seconds", type=float, default=20.0)
-    parser.add_argument("--env_groups", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--env_groups", type=int, nargs="+", default=[1])
     args = parser.parse_args()
-    raw = raw_steps_per_s(args.config, args.actors, args.envs, args.seconds)
-    print(json.dumps({"benchmark": "raw_env_stepping", "actors": args.actors, "envs_per_actor": args.envs,
-                      "agent_steps_per_s": raw}), flush=True)
-    for groups in args.env_groups:
-        system = system_steps_per_s(args.config, args.actors, args.envs, groups, args.seconds)
-        print(json.dumps({"benchmark": "transport", "actors": args.actors, "envs_per_actor": args.envs,
-                          "env_groups": groups, "agent_steps_per_s": system, "ratio_to_raw": system / raw}),
-              flush=True)
+    from benchmarks import grpc_floor
+    for envs in args.envs:
+        raw, observation_bytes = raw_steps_per_s(args.config, args.actors, envs, args.seconds)
+        print(json.dumps({"benchmark": "raw_env_stepping", "actors": args.actors, "envs_per_actor": envs,
+                          "agent_steps_per_s": raw}), flush=True)
+        floor = grpc_floor.measure(envs * observation_bytes)
+        # Raw stepping keeps min(actors, cores) cores busy; this is its CPU per actor message.
+        raw_cpu_ms = 1000 * min(args.actors, os.cpu_count()) / raw * envs
+        floor_ms = floor["client_cpu_ms"] + floor["server_cpu_ms"]
+        print(json.dumps({"benchmark": "grpc_floor", "envs_per_actor": envs, **floor,
+                          "raw_cpu_ms_per_message": raw_cpu_ms,
+                          "ceiling_ratio": raw_cpu_ms / (raw_cpu_ms + floor_ms)}), flush=True)
+        for groups in args.env_groups:
+            system = system_steps_per_s(args.config, args.actors, envs, groups, args.seconds)
+            print(json.dumps({"benchmark": "transport", "actors": args.actors, "envs_per_actor": envs,
+                              "env_groups": groups, "agent_steps_per_s": system, "ratio_to_raw": system / raw}),
+                  flush=True)
     return 0
 
 

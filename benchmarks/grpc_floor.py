@@ -1,0 +1,94 @@
+"""The floor grpcio itself sets: CPU per round trip of a bare bidirectional stream.
+
+    .venv/bin/python benchmarks/grpc_floor.py [--request_bytes 28224] [--round_trips 3000]
+
+A client in this process and a server in a child process exchange messages the
+size of one actor's EnvSteps (request) and Actions (answer) on one stream, the
+way an actor and the learner do, with nothing else: no codecs, no batching, no
+envs. The CPU both sides spend per round trip is the least any Python gRPC
+transport pays per actor message on this machine; benchmarks/transport.py
+turns it into the best transport ratio such a transport could reach.
+"""
+import argparse
+import json
+import os
+import queue
+import subprocess
+import sys
+import time
+from concurrent import futures
+
+import grpc
+
+_END = object()
+
+
+def _serve(answer_bytes: int) -> None:
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    answer = b"\0" * answer_bytes
+
+    def stream(requests, context):
+        for _ in requests:
+            yield answer
+
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("floor.Echo", {
+        "Stream": grpc.stream_stream_rpc_method_handler(stream)}),))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    print(port, flush=True)
+    sys.stdin.read()  # until the parent closes our stdin
+    server.stop(None)
+
+
+def _cpu_seconds(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measure(request_bytes: int, answer_bytes: int = 64, round_trips: int = 3000) -> dict:
+    """CPU milliseconds per round trip in the client and in the server, and the wall time."""
+    server = subprocess.Popen([sys.executable, __file__, "--serve", "--answer_bytes", str(answer_bytes)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        port = int(server.stdout.readline())
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            requests = queue.Queue()
+            call = channel.stream_stream("/floor.Echo/Stream")(iter(requests.get, _END))
+            message = os.urandom(request_bytes)
+            for _ in range(100):  # warm-up: connection, HTTP/2 windows
+                requests.put(message)
+                next(call)
+            client_cpu, server_cpu, start = time.process_time(), _cpu_seconds(server.pid), time.perf_counter()
+            for _ in range(round_trips):
+                requests.put(message)
+                next(call)
+            wall = time.perf_counter() - start
+            client_cpu = time.process_time() - client_cpu
+            server_cpu = _cpu_seconds(server.pid) - server_cpu
+            requests.put(_END)
+    finally:
+        server.stdin.close()
+        server.wait(30)
+    return {"request_bytes": request_bytes, "client_cpu_ms": 1000 * client_cpu / round_trips,
+            "server_cpu_ms": 1000 * server_cpu / round_trips, "wall_ms": 1000 * wall / round_trips}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--answer_bytes", type=int, default=64)
+    parser.add_argument("--request_bytes", type=int, nargs="+", default=[4 * 84 * 84])
+    parser.add_argument("--round_trips", type=int, default=3000)
+    args = parser.parse_args()
+    if args.serve:
+        _serve(args.answer_bytes)
+        return 0
+    for size in args.request_bytes:
+        print(json.dumps({"benchmark": "grpc_floor", **measure(size, args.answer_bytes, args.round_trips)}),
+              flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
