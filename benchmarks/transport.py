@@ -6,8 +6,8 @@ For each `--envs` value, all measured in this run, one after the other, with
 the same process layout: `--actors` processes each stepping that many Pong envs
 on their own (reference); grpcio's own floor, a bare stream exchanging messages
 of one actor's size (benchmarks/grpc_floor.py), turned into the best ratio any
-transport on grpcio could reach here (`ceiling_ratio`: raw stepping's CPU per
-message over that plus the floor's); then the same processes as actors of a
+transport on grpcio could reach here (`ceiling_ratio` = raw stepping's CPU per
+message / (that + the floor's CPU per message)); then the same processes as actors of a
 learner that answers with a fixed action and neither infers nor trains
 (run_learner.agent = @FixedActionAgent), once per `--env_groups` value (1:
 lockstep actors; 2: double-buffered). Prints JSON lines; the ratios are what
@@ -23,6 +23,7 @@ import time
 
 REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path.insert(0, REPO)
+import grpc_floor  # noqa: E402  (benchmarks/, this script's own folder)
 
 RAW_STEPPER = """
 import sys, time, numpy as np
@@ -81,7 +82,6 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--env_groups", type=int, nargs="+", default=[1])
     args = parser.parse_args()
-    from benchmarks import grpc_floor
     for envs in args.envs:
         raw, observation_bytes = raw_steps_per_s(args.config, args.actors, envs, args.seconds)
         print(json.dumps({"benchmark": "raw_env_stepping", "actors": args.actors, "envs_per_actor": envs,

@@ -6,11 +6,10 @@ a wait has passed since the first one arrived: `batch_timeout_ms`, or less
 once policy calls are known to be quicker (the wait is capped at their moving
 average duration, and under a millisecond it is skipped), so a run with fewer
 envs than the batch size is never stuck waiting and cheap calls are not held
-back for stragglers. A full batch is
-`max_batch_envs`, or fewer when fewer envs can be waiting at once (the
-service tells `expected_envs` as actors come and go): the batch then grows
-with the number of envs instead of waiting for envs that do not exist. An
-actor's envs are never split across batches.
+back for stragglers. A full batch is `max_batch_envs`, or fewer when fewer envs
+can be waiting at once (the service tells `expected_envs` as actors come and
+go): the batch then grows with the number of envs instead of waiting for envs
+that do not exist. An actor's envs are never split across batches.
 """
 import concurrent.futures
 import logging
@@ -40,7 +39,7 @@ class LearnerStopped(Exception):
     """The learner is shutting down; no more actions will come."""
 
 
-_MIN_WAIT_S = 0.001
+_MIN_WAIT_S = 0.001  # shorter straggler waits are skipped (see _max_wait_s)
 
 # (slot_ids [B], steps for B envs) -> actions [B]
 InferenceFn = Callable[[np.ndarray, EnvStepBatch], np.ndarray]
