@@ -2,6 +2,10 @@
 import argparse
 import sys
 
+from seed import process
+
+process.use_polling_thread_io()  # before anything imports grpc
+
 
 def parse_args(argv):
     from seed.gin_setup import add_gin_flags
@@ -16,7 +20,7 @@ def parse_args(argv):
 
 def main(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    from seed import gin_setup, process
+    from seed import gin_setup
     stop = process.stop_on_signals()
     if args.logdir:
         process.setup_logging(args.logdir, f"actor_{args.actor_index}")

@@ -18,7 +18,11 @@ import sys
 import time
 from concurrent import futures
 
-import grpc
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from seed import process  # noqa: E402
+
+process.use_polling_thread_io()  # as both roles do, before grpc is imported
+import grpc  # noqa: E402
 
 _END = object()
 

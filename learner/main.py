@@ -7,6 +7,10 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+from seed import process  # noqa: E402  (before anything imports grpc)
+
+process.use_polling_thread_io()
+
 
 def parse_args(argv):
     from seed.gin_setup import add_gin_flags
@@ -23,7 +27,7 @@ def parse_args(argv):
 
 def main(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    from seed import gin_setup, process
+    from seed import gin_setup
     from learner.checkpoints import ensure_writable_dir
     logdir = ensure_writable_dir(args.logdir or os.path.join("runs", time.strftime("learner_%Y%m%d_%H%M%S")))
     stop = process.stop_on_signals()

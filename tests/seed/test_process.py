@@ -1,0 +1,63 @@
+"""Process set-up both roles share: grpcio's polling mode."""
+import subprocess
+import sys
+
+from tests import processes
+
+# Exchanges messages with a server in the same process and prints how long grpcio's
+# EventEngine threads ran (ms): they do the socket I/O unless the role's entry point opted out.
+ROUND_TRIPS = """
+import os, sys
+if sys.argv[1] != "-":
+    __import__(sys.argv[1])
+import grpc
+from concurrent import futures
+server = grpc.server(futures.ThreadPoolExecutor(2))
+server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("echo.Echo", {
+    "Call": grpc.unary_unary_rpc_method_handler(lambda request, context: request)}),))
+port = server.add_insecure_port("127.0.0.1:0")
+server.start()
+with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+    call = channel.unary_unary("/echo.Echo/Call")
+    for _ in range(1000):
+        call(b"x" * 1000)
+ms = 0.0
+for tid in os.listdir("/proc/self/task"):
+    with open(f"/proc/self/task/{tid}/comm") as comm, open(f"/proc/self/task/{tid}/schedstat") as stat:
+        if comm.read().strip() == "event_engine":
+            ms += int(stat.read().split()[0]) / 1e6
+server.stop(None)
+print(os.environ.get("GRPC_EXPERIMENTS", ""), ms)
+"""
+
+
+def _event_engine_ms(first_import: str, env=None):
+    if env is None:
+        env = processes.child_env()
+        env.pop("GRPC_EXPERIMENTS", None)
+    out = subprocess.run([sys.executable, "-c", ROUND_TRIPS, first_import], capture_output=True, text=True,
+                         timeout=120, env=env, check=True).stdout.split()
+    return out[0] if len(out) == 2 else "", float(out[-1])
+
+
+def test_both_roles_do_grpc_io_on_the_polling_thread():
+    _, default_ms = _event_engine_ms("-")
+    for entry_point in ("actors.main", "learner.main"):
+        experiments, ms = _event_engine_ms(entry_point)
+        assert experiments == "-event_engine_client,-event_engine_listener"
+        # grpcio's own I/O threads did (nearly) nothing: the setting reached grpc before its import.
+        assert ms < default_ms / 4, (entry_point, ms, default_ms)
+
+
+def test_users_grpc_experiments_win():
+    env = dict(processes.child_env(), GRPC_EXPERIMENTS="event_engine_client")
+    _, default_ms = _event_engine_ms("-")
+    experiments, ms = _event_engine_ms("actors.main", env)
+    assert experiments == "event_engine_client"
+    assert ms > default_ms / 4  # EventEngine I/O stays on, as asked
+
+
+def test_too_late_once_grpc_is_imported():
+    import grpc  # noqa: F401
+    from seed import process
+    assert not process.use_polling_thread_io()
