@@ -161,9 +161,6 @@ class LearnerServicer(seed_pb2_grpc.LearnerServicer):
                     "actors/streams_rejected": self.num_rejected_streams,
                     "actors/idle_streams_closed": self.num_idle_streams_closed}
 
-
-
-
     def _await_actor(self, context, actor_name: Optional[str]) -> None:
         """Marks the stream as waiting for its actor (a name) or not (None)."""
         with self._lock:
