@@ -9,7 +9,7 @@ import time
 
 # grpcio's EventEngine client and listener (its default I/O path) read and write
 # sockets on a pool of their own threads, so every message also wakes one of
-# those; without them the thread that polls does the I/O. Measured 3-6 % more
+# those; without them the thread that polls does the I/O. Measured 2-6 % more
 # env steps/s through the transport on 2 cores (benchmarks/README.md).
 GRPC_EXPERIMENTS = "-event_engine_client,-event_engine_listener"
 
