@@ -2,6 +2,7 @@
 import subprocess
 import sys
 
+from seed import process
 from tests import processes
 
 # Exchanges messages with a server in the same process and prints how long grpcio's
@@ -44,7 +45,7 @@ def test_both_roles_do_grpc_io_on_the_polling_thread():
     _, default_ms = _event_engine_ms("-")
     for entry_point in ("actors.main", "learner.main"):
         experiments, ms = _event_engine_ms(entry_point)
-        assert experiments == "-event_engine_client,-event_engine_listener"
+        assert experiments == process.GRPC_EXPERIMENTS
         # grpcio's own I/O threads did (nearly) nothing: the setting reached grpc before its import.
         assert ms < default_ms / 4, (entry_point, ms, default_ms)
 
@@ -59,5 +60,4 @@ def test_users_grpc_experiments_win():
 
 def test_too_late_once_grpc_is_imported():
     import grpc  # noqa: F401
-    from seed import process
     assert not process.use_polling_thread_io()
