@@ -8,6 +8,11 @@ way an actor and the learner do, with nothing else: no codecs, no batching, no
 envs. The CPU both sides spend per round trip is the least any Python gRPC
 transport pays per actor message on this machine; benchmarks/transport.py
 turns it into the best transport ratio such a transport could reach.
+
+`AnsweringLearner` is the same floor with real actors: a server that speaks the
+learner's protocol and answers each EnvSteps at once, inside its gRPC handler
+(no batcher, no slot table, no agent). benchmarks/transport.py runs the actors
+against it, to measure what grpcio alone costs them in a real run.
 """
 import argparse
 import json
@@ -15,6 +20,7 @@ import os
 import queue
 import subprocess
 import sys
+import threading
 import time
 from concurrent import futures
 
@@ -23,6 +29,9 @@ from seed import process  # noqa: E402
 
 process.use_polling_thread_io()  # as both roles do, before grpc is imported
 import grpc  # noqa: E402
+import numpy as np  # noqa: E402
+
+from seed import codec, seed_pb2  # noqa: E402
 
 _END = object()
 
@@ -42,6 +51,65 @@ def _serve(answer_bytes: int) -> None:
     print(port, flush=True)
     sys.stdin.read()  # until the parent closes our stdin
     server.stop(None)
+
+
+def _serve_actors() -> None:
+    """Answers every actor's EnvSteps with action 0 for each env, in the handler thread; prints
+    `env steps answered, time` whenever a line arrives on stdin."""
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=64))
+    answered = [0]
+    lock = threading.Lock()
+
+    def stream(raw_messages, context):
+        for raw in raw_messages:
+            message = seed_pb2.ActorMessage.FromString(raw)
+            kind = message.WhichOneof("kind")
+            if kind == "hello":
+                yield seed_pb2.LearnerMessage(welcome=seed_pb2.Welcome(
+                    slot_ids=list(range(message.hello.num_envs)))).SerializeToString()
+            elif kind == "steps":
+                num_envs = len(message.steps.rewards) // codec.REWARD_DTYPE.itemsize
+                with lock:
+                    answered[0] += num_envs
+                yield codec.encode_actions(np.zeros(num_envs, codec.ACTION_DTYPE),
+                                           message.steps.env_group).SerializeToString()
+            else:
+                return
+
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("seed.Learner", {
+        "Stream": grpc.stream_stream_rpc_method_handler(stream)}),))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    print(port, flush=True)
+    for _ in sys.stdin:
+        with lock:
+            count = answered[0]
+        print(count, time.monotonic(), flush=True)
+    server.stop(None)
+
+
+class AnsweringLearner:
+    """The answering server of `_serve_actors` in a child process, for actors to dial."""
+
+    def __init__(self):
+        self._process = subprocess.Popen([sys.executable, __file__, "--serve_actors"], stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, text=True)
+        self.address = f"127.0.0.1:{int(self._process.stdout.readline())}"
+
+    def env_steps(self):
+        """(env steps answered so far, monotonic time)."""
+        self._process.stdin.write("\n")
+        self._process.stdin.flush()
+        count, when = self._process.stdout.readline().split()
+        return int(count), float(when)
+
+    def close(self) -> None:
+        self._process.stdin.close()
+        try:
+            self._process.wait(30)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -81,12 +149,16 @@ def measure(request_bytes: int, answer_bytes: int = 64, round_trips: int = 3000)
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--serve_actors", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--answer_bytes", type=int, default=64)
     parser.add_argument("--request_bytes", type=int, nargs="+", default=[4 * 84 * 84])
     parser.add_argument("--round_trips", type=int, default=3000)
     args = parser.parse_args()
     if args.serve:
         _serve(args.answer_bytes)
+        return 0
+    if args.serve_actors:
+        _serve_actors()
         return 0
     for size in args.request_bytes:
         print(json.dumps({"benchmark": "grpc_floor", **measure(size, args.answer_bytes, args.round_trips)}),

@@ -7,11 +7,14 @@ the same process layout: `--actors` processes each stepping that many Pong envs
 on their own (reference); grpcio's own floor, a bare stream exchanging messages
 of one actor's size (benchmarks/grpc_floor.py), turned into the best ratio any
 transport on grpcio could reach here (`ceiling_ratio` = raw stepping's CPU per
-message / (that + the floor's CPU per message)); then the same processes as actors of a
-learner that answers with a fixed action and neither infers nor trains
-(run_learner.agent = @FixedActionAgent), once per `--env_groups` value (1:
-lockstep actors; 2: double-buffered). Prints JSON lines; the ratios are what
-to compare across machines.
+message / (that + the floor's CPU per message)); then, once per `--env_groups`
+value (1: lockstep actors; 2: double-buffered), the same processes as real
+actors of two learners: `grpc_only`, a server that answers each message at once
+in its gRPC handler and does nothing else (grpc_floor.AnsweringLearner: what
+grpcio alone costs in a real run), and `transport`, the learner itself answering
+with a fixed action, neither inferring nor training (run_learner.agent =
+@FixedActionAgent), whose batcher, slot table and codecs come on top. Prints
+JSON lines; the ratios are what to compare across machines.
 """
 import argparse
 import json
@@ -51,6 +54,25 @@ def raw_steps_per_s(config: str, actors: int, envs: int, seconds: float):
                               stdout=subprocess.PIPE, text=True, env=env) for _ in range(actors)]
     results = [p.communicate()[0].strip().splitlines()[-1].split() for p in procs]
     return sum(float(steps) for steps, _ in results), int(results[0][1])
+
+
+def grpc_only_steps_per_s(config: str, actors: int, envs: int, groups: int, seconds: float,
+                          warmup_s: float = 5.0) -> float:
+    from tests import processes
+    logdir = tempfile.mkdtemp(prefix="seed_transport_")
+    learner = grpc_floor.AnsweringLearner()
+    running = []
+    try:
+        running += processes.start_actors(logdir, config, learner.address, actors,
+                                          [f"run_actor.num_envs={envs}", f"run_actor.num_env_groups={groups}"])
+        time.sleep(warmup_s)  # a benchmark's fixed measuring window, not a synchronisation
+        start_steps, start = learner.env_steps()
+        time.sleep(seconds)
+        end_steps, end = learner.env_steps()
+    finally:
+        processes.stop(running)
+        learner.close()
+    return (end_steps - start_steps) / (end - start)
 
 
 def system_steps_per_s(config: str, actors: int, envs: int, groups: int, seconds: float,
@@ -94,10 +116,14 @@ def main() -> int:
                           "raw_cpu_ms_per_message": raw_cpu_ms,
                           "ceiling_ratio": raw_cpu_ms / (raw_cpu_ms + floor_ms)}), flush=True)
         for groups in args.env_groups:
+            grpc_only = grpc_only_steps_per_s(args.config, args.actors, envs, groups, args.seconds)
+            print(json.dumps({"benchmark": "grpc_only", "actors": args.actors, "envs_per_actor": envs,
+                              "env_groups": groups, "agent_steps_per_s": grpc_only,
+                              "ratio_to_raw": grpc_only / raw}), flush=True)
             system = system_steps_per_s(args.config, args.actors, envs, groups, args.seconds)
             print(json.dumps({"benchmark": "transport", "actors": args.actors, "envs_per_actor": envs,
-                              "env_groups": groups, "agent_steps_per_s": system, "ratio_to_raw": system / raw}),
-                  flush=True)
+                              "env_groups": groups, "agent_steps_per_s": system, "ratio_to_raw": system / raw,
+                              "ratio_to_grpc_only": system / grpc_only}), flush=True)
     return 0
 
 
