@@ -11,8 +11,8 @@ turns it into the best transport ratio such a transport could reach.
 
 `AnsweringLearner` is the same floor with real actors: a server that speaks the
 learner's protocol and answers each EnvSteps at once, inside its gRPC handler
-(no batcher, no slot table, no agent). benchmarks/transport.py runs the actors
-against it, to measure what grpcio alone costs them in a real run.
+(no batcher, no slot table, no agent). benchmarks/transport.py runs real actors
+against it: what the actors and grpcio cost in a run, without the learner's work.
 """
 import argparse
 import json

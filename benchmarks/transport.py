@@ -11,7 +11,7 @@ message / (that + the floor's CPU per message)); then, once per `--env_groups`
 value (1: lockstep actors; 2: double-buffered), the same processes as real
 actors of two learners: `grpc_only`, a server that answers each message at once
 in its gRPC handler and does nothing else (grpc_floor.AnsweringLearner: what
-grpcio alone costs in a real run), and `transport`, the learner itself answering
+the actors and grpcio cost without the learner's work), and `transport`, the learner itself answering
 with a fixed action, neither inferring nor training (run_learner.agent =
 @FixedActionAgent), whose batcher, slot table and codecs come on top. Prints
 JSON lines; the ratios are what to compare across machines.
