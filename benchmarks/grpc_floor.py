@@ -55,9 +55,9 @@ def _serve(answer_bytes: int) -> None:
 
 def _serve_actors() -> None:
     """Answers every actor's EnvSteps with action 0 for each env, in the handler thread; prints
-    `env steps answered, time` whenever a line arrives on stdin."""
+    `env steps answered, streams that sent steps, time` whenever a line arrives on stdin."""
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=64))
-    answered = [0]
+    answered, stepping = [0], set()  # env steps; streams that sent steps
     lock = threading.Lock()
 
     def stream(raw_messages, context):
@@ -71,6 +71,7 @@ def _serve_actors() -> None:
                 num_envs = len(message.steps.rewards) // codec.REWARD_DTYPE.itemsize
                 with lock:
                     answered[0] += num_envs
+                    stepping.add(id(context))
                 yield codec.encode_actions(np.zeros(num_envs, codec.ACTION_DTYPE),
                                            message.steps.env_group).SerializeToString()
             else:
@@ -83,8 +84,8 @@ def _serve_actors() -> None:
     print(port, flush=True)
     for _ in sys.stdin:
         with lock:
-            count = answered[0]
-        print(count, time.monotonic(), flush=True)
+            count, streams = answered[0], len(stepping)
+        print(count, streams, time.monotonic(), flush=True)
     server.stop(None)
 
 
@@ -97,11 +98,11 @@ class AnsweringLearner:
         self.address = f"127.0.0.1:{int(self._process.stdout.readline())}"
 
     def env_steps(self):
-        """(env steps answered so far, monotonic time)."""
+        """(env steps answered so far, actors that sent steps so far, monotonic time)."""
         self._process.stdin.write("\n")
         self._process.stdin.flush()
-        count, when = self._process.stdout.readline().split()
-        return int(count), float(when)
+        count, streams, when = self._process.stdout.readline().split()
+        return int(count), int(streams), float(when)
 
     def close(self) -> None:
         self._process.stdin.close()

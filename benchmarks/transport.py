@@ -65,10 +65,11 @@ def grpc_only_steps_per_s(config: str, actors: int, envs: int, groups: int, seco
     try:
         running += processes.start_actors(logdir, config, learner.address, actors,
                                           [f"run_actor.num_envs={envs}", f"run_actor.num_env_groups={groups}"])
-        time.sleep(warmup_s)  # a benchmark's fixed measuring window, not a synchronisation
-        start_steps, start = learner.env_steps()
+        processes.wait_until(lambda: learner.env_steps()[1] == actors, what="every actor stepping")
+        time.sleep(warmup_s)  # a benchmark's fixed warm-up and window, not a synchronisation
+        start_steps, _, start = learner.env_steps()
         time.sleep(seconds)
-        end_steps, end = learner.env_steps()
+        end_steps, _, end = learner.env_steps()
     finally:
         processes.stop(running)
         learner.close()
@@ -86,11 +87,18 @@ def system_steps_per_s(config: str, actors: int, envs: int, groups: int, seconds
         address = processes.wait_for_address(logdir, learner)
         running += processes.start_actors(logdir, config, address, actors, [f"run_actor.num_envs={envs}",
                                                                               f"run_actor.num_env_groups={groups}"])
-        time.sleep(warmup_s + seconds + 2)  # a benchmark's fixed measuring window, not a synchronisation
+
+        def all_stepping():
+            record = processes.last_progress(logdir)
+            return record.get("actors/connected") == actors and record.get("env_frames", 0) > 0
+
+        processes.wait_until(all_stepping, what="every actor stepping")
+        connected = time.time()
+        time.sleep(warmup_s + seconds + 2)  # a benchmark's fixed warm-up and window, not a synchronisation
         records = [json.loads(line) for line in open(os.path.join(logdir, "progress.jsonl"))]
     finally:
         processes.stop(running)
-    start = next(r for r in records if r["time"] >= records[0]["time"] + warmup_s)
+    start = next(r for r in records if r["time"] >= connected + warmup_s)
     end = records[-1]
     frames_per_step = 4 if "atari" in config else 1
     return (end["env_frames"] - start["env_frames"]) / frames_per_step / (end["time"] - start["time"])
