@@ -36,19 +36,25 @@ from seed import codec, seed_pb2  # noqa: E402
 _END = object()
 
 
+def _start_stream_server(service: str, stream, max_workers: int) -> grpc.Server:
+    """Serves `service`/Stream (raw bytes both ways) on a free loopback port and prints the port."""
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers))
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service, {
+        "Stream": grpc.stream_stream_rpc_method_handler(stream)}),))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    print(port, flush=True)
+    return server
+
+
 def _serve(answer_bytes: int) -> None:
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
     answer = b"\0" * answer_bytes
 
     def stream(requests, context):
         for _ in requests:
             yield answer
 
-    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("floor.Echo", {
-        "Stream": grpc.stream_stream_rpc_method_handler(stream)}),))
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
-    print(port, flush=True)
+    server = _start_stream_server("floor.Echo", stream, max_workers=2)
     sys.stdin.read()  # until the parent closes our stdin
     server.stop(None)
 
@@ -56,7 +62,6 @@ def _serve(answer_bytes: int) -> None:
 def _serve_actors() -> None:
     """Answers every actor's EnvSteps with action 0 for each env, in the handler thread; prints
     `env steps answered, streams that sent steps, time` whenever a line arrives on stdin."""
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=64))
     answered, stepping = [0], set()  # env steps; streams that sent steps
     lock = threading.Lock()
 
@@ -77,11 +82,7 @@ def _serve_actors() -> None:
             else:
                 return
 
-    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("seed.Learner", {
-        "Stream": grpc.stream_stream_rpc_method_handler(stream)}),))
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
-    print(port, flush=True)
+    server = _start_stream_server("seed.Learner", stream, max_workers=64)
     for _ in sys.stdin:
         with lock:
             count, streams = answered[0], len(stepping)

@@ -11,10 +11,10 @@ message / (that + the floor's CPU per message)); then, once per `--env_groups`
 value (1: lockstep actors; 2: double-buffered), the same processes as real
 actors of two learners: `grpc_only`, a server that answers each message at once
 in its gRPC handler and does nothing else (grpc_floor.AnsweringLearner: what
-the actors and grpcio cost without the learner's work), and `transport`, the learner itself answering
-with a fixed action, neither inferring nor training (run_learner.agent =
-@FixedActionAgent), whose batcher, slot table and codecs come on top. Prints
-JSON lines; the ratios are what to compare across machines.
+the actors and grpcio cost without the learner's work), and `transport`, the
+learner itself answering with a fixed action, neither inferring nor training
+(run_learner.agent = @FixedActionAgent), whose batcher, slot table and codecs
+come on top. Prints JSON lines; the ratios are what to compare across machines.
 """
 import argparse
 import json
@@ -56,6 +56,10 @@ def raw_steps_per_s(config: str, actors: int, envs: int, seconds: float):
     return sum(float(steps) for steps, _ in results), int(results[0][1])
 
 
+def _actor_bindings(envs: int, groups: int):
+    return [f"run_actor.num_envs={envs}", f"run_actor.num_env_groups={groups}"]
+
+
 def grpc_only_steps_per_s(config: str, actors: int, envs: int, groups: int, seconds: float,
                           warmup_s: float = 5.0) -> float:
     from tests import processes
@@ -63,8 +67,7 @@ def grpc_only_steps_per_s(config: str, actors: int, envs: int, groups: int, seco
     learner = grpc_floor.AnsweringLearner()
     running = []
     try:
-        running += processes.start_actors(logdir, config, learner.address, actors,
-                                          [f"run_actor.num_envs={envs}", f"run_actor.num_env_groups={groups}"])
+        running += processes.start_actors(logdir, config, learner.address, actors, _actor_bindings(envs, groups))
         processes.wait_until(lambda: learner.env_steps()[1] == actors, what="every actor stepping")
         time.sleep(warmup_s)  # a benchmark's fixed warm-up and window, not a synchronisation
         start_steps, _, start = learner.env_steps()
@@ -85,8 +88,7 @@ def system_steps_per_s(config: str, actors: int, envs: int, groups: int, seconds
     running = [learner]
     try:
         address = processes.wait_for_address(logdir, learner)
-        running += processes.start_actors(logdir, config, address, actors, [f"run_actor.num_envs={envs}",
-                                                                              f"run_actor.num_env_groups={groups}"])
+        running += processes.start_actors(logdir, config, address, actors, _actor_bindings(envs, groups))
 
         def all_stepping():
             record = processes.last_progress(logdir)
