@@ -36,6 +36,35 @@ def emit(**record):
     print(json.dumps(record), flush=True)
 
 
+def vtrace_learner(spec):
+    """The configured V-trace agent behind the learner's inference path, for a parsed gin config."""
+    import gin
+    from learner.inference import InferencePipeline
+    from learner.vtrace_agent import VTraceAgent
+    stacked = gin.query_parameter("run_learner.num_stacked_frames")
+    agent = VTraceAgent(spec, num_stacked_frames=stacked, max_slots=256, total_environment_frames=10 ** 9,
+                        stop=threading.Event())
+    agent.queue.capacity = 10 ** 9  # nothing trains while inference is timed; let unrolls pile up
+    return agent, InferencePipeline(agent, spec, max_slots=256, num_stacked_frames=stacked,
+                                    reward_clipping="abs_one")
+
+
+def random_steps(spec, batch: int, rng):
+    """(slot ids, one step of `batch` envs with random frames) for the learner's inference path."""
+    from seed.codec import EnvStepBatch
+    observations = rng.integers(0, 255, (batch, *spec.observation_shape)).astype(spec.observation_dtype)
+    steps = EnvStepBatch(observations, np.zeros(batch, np.float32), np.zeros(batch, bool), np.zeros(batch, bool))
+    return np.arange(batch), steps
+
+
+def training_batch(agent, pipeline, spec, rng):
+    """One batch of unrolls at the configured batch x unroll, assembled by the inference path."""
+    ids, steps = random_steps(spec, agent.batch_size, rng)
+    while len(agent.queue) < agent.batch_size:
+        pipeline(ids, steps)
+    return agent.queue.get_batch(agent.batch_size, threading.Event())
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--config", default="atari_vtrace.gin")
@@ -47,10 +76,7 @@ def main() -> int:
     import tensorflow as tf
     import actors.actor  # noqa: F401  (registers every configurable the configs name)
     import learner.learner  # noqa: F401
-    from learner.inference import InferencePipeline
-    from learner.vtrace_agent import VTraceAgent
     from seed import envs as seed_envs, gin_setup
-    from seed.codec import EnvStepBatch
 
     gin_setup.parse([args.config], [])
     envs = seed_envs.create_envs(args.envs)
@@ -61,20 +87,14 @@ def main() -> int:
     emit(component="env_stepping", envs=args.envs, agent_steps_per_s=env_steps,
          frames_per_s=env_steps * spec.frames_per_step)
 
-    stacked = gin.query_parameter("run_learner.num_stacked_frames")
-    agent = VTraceAgent(spec, num_stacked_frames=stacked, max_slots=256, total_environment_frames=10 ** 9,
-                        stop=threading.Event())
-    pipeline = InferencePipeline(agent, spec, max_slots=256, num_stacked_frames=stacked, reward_clipping="abs_one")
+    agent, pipeline = vtrace_learner(spec)
     inference = {}
     for batch in (1, 8, 16, 32, 64, 128):
-        observations = rng.integers(0, 255, (batch, *spec.observation_shape)).astype(spec.observation_dtype)
-        steps = EnvStepBatch(observations, np.zeros(batch, np.float32), np.zeros(batch, bool), np.zeros(batch, bool))
-        ids = np.arange(batch)
-        agent.queue.capacity = 10 ** 9  # nothing trains here; let unrolls pile up
+        ids, steps = random_steps(spec, batch, rng)
         inference[batch] = batch * timed(lambda: pipeline(ids, steps), args.seconds)
         emit(component="inference", batch=batch, observations_per_s=inference[batch])
 
-    batch = agent.queue.get_batch(agent.batch_size, threading.Event())
+    batch = training_batch(agent, pipeline, spec, rng)
     training = agent.frames_per_update / spec.frames_per_step * timed(lambda: agent.update(batch), args.seconds, 2)
     emit(component="training_step", batch_size=agent.batch_size, agent_steps_per_s=training)
 

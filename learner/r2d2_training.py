@@ -12,9 +12,12 @@ from seed.networks import DuelingQNetwork, EnvOutput
 
 @gin.configurable(denylist=["online", "target", "optimizer", "burn_in"])
 class R2D2Trainer:
+    """`jit_compile` has XLA compile the whole update. It is off by default because on CPU it
+    measured slower (benchmarks/xla.py); measure it on your accelerator before turning it on."""
+
     def __init__(self, online: DuelingQNetwork, target: DuelingQNetwork, optimizer, burn_in: int,
                  discount: float = 0.997, n_steps: int = 5, target_update_period: int = 2500,
-                 max_gradient_norm: float = 80.0, priority_eta: float = 0.9):
+                 max_gradient_norm: float = 80.0, priority_eta: float = 0.9, jit_compile: bool = False):
         self.online, self.target, self.optimizer = online, target, optimizer
         self.burn_in, self.discount, self.n_steps = burn_in, discount, n_steps
         self.target_update_period = target_update_period
@@ -22,7 +25,7 @@ class R2D2Trainer:
         self.priority_eta = priority_eta
         optimizer.build(online.trainable_variables)  # create slots now so checkpoints restore them
         self.copy_to_target()
-        self._update = tf.function(self._update_impl)
+        self._update = tf.function(self._update_impl, jit_compile=jit_compile)
 
     def copy_to_target(self) -> None:
         for target, online in zip(self.target.variables, self.online.variables):

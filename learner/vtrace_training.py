@@ -61,10 +61,15 @@ class VTraceTrainer:
     of the batch; they are combined (over every replica of every learner) into
     the whole batch's gradient, then clipped and checked once, so all replicas
     take the same decision and the same step.
+
+    `jit_compile` has XLA compile each replica's loss and gradients. It is off
+    by default because on CPU it measured slower (benchmarks/xla.py); measure
+    it on your accelerator before turning it on.
     """
 
     def __init__(self, agent: ActorCriticNetwork, optimizer, loss: VTraceLoss = None,
-                 max_gradient_norm: float = 40.0, strategy: tf.distribute.Strategy = None):
+                 max_gradient_norm: float = 40.0, strategy: tf.distribute.Strategy = None,
+                 jit_compile: bool = False):
         self.agent = agent
         self.optimizer = optimizer
         self.loss = loss or VTraceLoss()
@@ -72,6 +77,7 @@ class VTraceTrainer:
         self.strategy = strategy or tf.distribute.get_strategy()
         with self.strategy.scope():
             optimizer.build(agent.trainable_variables)  # create slots now so checkpoints restore them
+        self._gradients = tf.function(self._replica_sums, jit_compile=True) if jit_compile else self._replica_sums
         self._update = tf.function(self._update_impl)
 
     def _replica_sums(self, unrolls):
@@ -89,7 +95,7 @@ class VTraceTrainer:
         # Summing weighted shares and dividing by the total weight gives exactly the masked means
         # (and their gradients) over the whole batch, however the valid steps fall between replicas.
         sums = self.strategy.reduce(tf.distribute.ReduceOp.SUM,
-                                    self.strategy.run(self._replica_sums, args=(unrolls,)), axis=None)
+                                    self.strategy.run(self._gradients, args=(unrolls,)), axis=None)
         variables = self.agent.trainable_variables
         sizes = [int(np.prod(v.shape)) for v in variables] + [1] * (len(VTraceLoss.METRICS) + 1)
         parts = tf.split(sums / sums[-1], sizes)

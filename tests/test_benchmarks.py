@@ -1,5 +1,5 @@
-"""The transport benchmark runs end to end and reports every measurement it promises.
-Speeds are printed, never asserted: only that each part ran and moved env steps."""
+"""The transport and XLA benchmarks run end to end and report every measurement they promise.
+Speeds are printed, never asserted: only that each part ran and measured something."""
 import json
 import subprocess
 import sys
@@ -19,3 +19,17 @@ def test_transport_benchmark_reports_raw_floor_grpc_only_and_system():
     assert results["grpc_floor"]["client_cpu_ms"] > 0 < results["grpc_floor"]["server_cpu_ms"]
     assert 0 < results["grpc_floor"]["ceiling_ratio"] < 1
     assert results["transport"]["ratio_to_grpc_only"] > 0
+
+
+def test_xla_benchmark_compares_every_component_both_ways():
+    out = subprocess.run([sys.executable, "benchmarks/xla.py", "--seconds", "0.2", "--rounds", "1", "--batches", "8",
+                          "--r2d2_batch", "1"], cwd=REPO_ROOT, env=child_env(), capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    records = [json.loads(line) for line in out.stdout.splitlines()]
+    components = {"vtrace_training_step", "policy_batch_8", "r2d2_training_step"}
+    measured = {(r["component"], r["mode"]) for r in records if "per_s" in r and r["per_s"] > 0}
+    assert measured == {(c, mode) for c in components for mode in ("default", "xla")}
+    summaries = {r["component"]: r for r in records if r.get("summary")}
+    assert set(summaries) == components
+    assert all(s["xla_over_default_median"] > 0 for s in summaries.values())
