@@ -1,6 +1,7 @@
 """Transport overhead: env steps/s through actors + gRPC + batcher + codecs, over raw stepping.
 
     .venv/bin/python benchmarks/transport.py [--actors 4] [--envs 4 16 32] [--seconds 20] [--env_groups 1]
+                                             [--gin_bindings BINDING]...
 
 For each `--envs` value, all measured in this run, one after the other, with
 the same process layout: `--actors` processes each stepping that many Pong envs
@@ -32,7 +33,7 @@ RAW_STEPPER = """
 import sys, time, numpy as np
 import actors.actor
 from seed import gin_setup, envs as seed_envs
-gin_setup.parse([sys.argv[1]], [], skip=gin_setup.LEARNER_CONFIGURABLES)
+gin_setup.parse([sys.argv[1]], sys.argv[4:], skip=gin_setup.LEARNER_CONFIGURABLES)
 envs = seed_envs.create_envs(int(sys.argv[2]))
 envs.reset(seed=0)
 rng = np.random.default_rng(0)
@@ -47,27 +48,28 @@ print(steps / (time.perf_counter() - start), envs.spec.observation_nbytes)
 """
 
 
-def raw_steps_per_s(config: str, actors: int, envs: int, seconds: float):
+def raw_steps_per_s(config: str, actors: int, envs: int, seconds: float, bindings=()):
     """Agent steps/s of all processes together, and one observation's size in bytes."""
     env = dict(os.environ, PYTHONPATH=REPO)
-    procs = [subprocess.Popen([sys.executable, "-c", RAW_STEPPER, config, str(envs), str(seconds)],
+    procs = [subprocess.Popen([sys.executable, "-c", RAW_STEPPER, config, str(envs), str(seconds), *bindings],
                               stdout=subprocess.PIPE, text=True, env=env) for _ in range(actors)]
     results = [p.communicate()[0].strip().splitlines()[-1].split() for p in procs]
     return sum(float(steps) for steps, _ in results), int(results[0][1])
 
 
-def _actor_bindings(envs: int, groups: int):
-    return [f"run_actor.num_envs={envs}", f"run_actor.num_env_groups={groups}"]
+def _actor_bindings(envs: int, groups: int, bindings=()):
+    return [f"run_actor.num_envs={envs}", f"run_actor.num_env_groups={groups}", *bindings]
 
 
-def grpc_only_steps_per_s(config: str, actors: int, envs: int, groups: int, seconds: float,
+def grpc_only_steps_per_s(config: str, actors: int, envs: int, groups: int, seconds: float, bindings=(),
                           warmup_s: float = 5.0) -> float:
     from tests import processes
     logdir = tempfile.mkdtemp(prefix="seed_transport_")
     learner = grpc_floor.AnsweringLearner()
     running = []
     try:
-        running += processes.start_actors(logdir, config, learner.address, actors, _actor_bindings(envs, groups))
+        running += processes.start_actors(logdir, config, learner.address, actors,
+                                          _actor_bindings(envs, groups, bindings))
         processes.wait_until(lambda: learner.env_steps()[1] == actors, what="every actor stepping")
         time.sleep(warmup_s)  # a benchmark's fixed warm-up and window, not a synchronisation
         start_steps, _, start = learner.env_steps()
@@ -79,16 +81,16 @@ def grpc_only_steps_per_s(config: str, actors: int, envs: int, groups: int, seco
     return (end_steps - start_steps) / (end - start)
 
 
-def system_steps_per_s(config: str, actors: int, envs: int, groups: int, seconds: float,
+def system_steps_per_s(config: str, actors: int, envs: int, groups: int, seconds: float, bindings=(),
                        warmup_s: float = 5.0) -> float:
     from tests import processes
     logdir = tempfile.mkdtemp(prefix="seed_transport_")
     learner = processes.start_learner(logdir, config, ["run_learner.agent=@FixedActionAgent",
-                                                       "run_learner.progress_interval_s=1"])
+                                                       "run_learner.progress_interval_s=1", *bindings])
     running = [learner]
     try:
         address = processes.wait_for_address(logdir, learner)
-        running += processes.start_actors(logdir, config, address, actors, _actor_bindings(envs, groups))
+        running += processes.start_actors(logdir, config, address, actors, _actor_bindings(envs, groups, bindings))
 
         def all_stepping():
             record = processes.last_progress(logdir)
@@ -113,9 +115,11 @@ def main() -> int:
     parser.add_argument("--envs", type=int, nargs="+", default=[4, 16, 32], help="envs per actor, one run each")
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--env_groups", type=int, nargs="+", default=[1])
+    parser.add_argument("--gin_bindings", action="append", default=[],
+                        help="for the raw steppers, actors and learner, e.g. 'create_atari_envs.num_threads=2'")
     args = parser.parse_args()
     for envs in args.envs:
-        raw, observation_bytes = raw_steps_per_s(args.config, args.actors, envs, args.seconds)
+        raw, observation_bytes = raw_steps_per_s(args.config, args.actors, envs, args.seconds, args.gin_bindings)
         print(json.dumps({"benchmark": "raw_env_stepping", "actors": args.actors, "envs_per_actor": envs,
                           "agent_steps_per_s": raw}), flush=True)
         floor = grpc_floor.measure(envs * observation_bytes)
@@ -126,11 +130,12 @@ def main() -> int:
                           "raw_cpu_ms_per_message": raw_cpu_ms,
                           "ceiling_ratio": raw_cpu_ms / (raw_cpu_ms + floor_ms)}), flush=True)
         for groups in args.env_groups:
-            grpc_only = grpc_only_steps_per_s(args.config, args.actors, envs, groups, args.seconds)
+            grpc_only = grpc_only_steps_per_s(args.config, args.actors, envs, groups, args.seconds,
+                                              args.gin_bindings)
             print(json.dumps({"benchmark": "grpc_only", "actors": args.actors, "envs_per_actor": envs,
                               "env_groups": groups, "agent_steps_per_s": grpc_only,
                               "ratio_to_raw": grpc_only / raw}), flush=True)
-            system = system_steps_per_s(args.config, args.actors, envs, groups, args.seconds)
+            system = system_steps_per_s(args.config, args.actors, envs, groups, args.seconds, args.gin_bindings)
             print(json.dumps({"benchmark": "transport", "actors": args.actors, "envs_per_actor": envs,
                               "env_groups": groups, "agent_steps_per_s": system, "ratio_to_raw": system / raw,
                               "ratio_to_grpc_only": system / grpc_only}), flush=True)
