@@ -36,6 +36,12 @@ def emit(**record):
     print(json.dumps(record), flush=True)
 
 
+def accelerators():
+    """The devices TensorFlow computes on, e.g. ['CPU:0', 'GPU:0'] (GPU figures must say so)."""
+    import tensorflow as tf
+    return [f"{d.device_type}:{d.name.rsplit(':', 1)[-1]}" for d in tf.config.list_logical_devices()]
+
+
 def vtrace_learner(spec):
     """The configured V-trace agent behind the learner's inference path, for a parsed gin config."""
     import gin
@@ -103,7 +109,8 @@ def main() -> int:
     served_batch = min(inference, key=lambda b: abs(b - served))
     bound = 1.0 / (1.0 / env_steps + 1.0 / inference[served_batch] + 1.0 / training)
     emit(component="bound", inference_batch=served_batch, agent_steps_per_s=bound,
-         frames_per_s=bound * spec.frames_per_step, tensorflow=tf.__version__, cpus=os.cpu_count())
+         frames_per_s=bound * spec.frames_per_step, tensorflow=tf.__version__, cpus=os.cpu_count(),
+         devices=accelerators())
     return 0
 
 

@@ -18,7 +18,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from components import emit, timed, training_batch, vtrace_learner  # noqa: E402
+from components import accelerators, emit, timed, training_batch, vtrace_learner  # noqa: E402
 
 
 def r2d2_updates(spec, batch_size: int, rng):
@@ -114,8 +114,7 @@ def main() -> int:
     for component, rates in measured.items():
         ratios = [xla / default for xla, default in zip(rates["xla"], rates["default"])]
         emit(component=component, summary=True, xla_over_default_median=statistics.median(ratios),
-             ratios=ratios, tensorflow=tf.__version__, cpus=os.cpu_count(),
-             devices=[d.device_type for d in tf.config.list_logical_devices()])
+             ratios=ratios, tensorflow=tf.__version__, cpus=os.cpu_count(), devices=accelerators())
     return 0
 
 
