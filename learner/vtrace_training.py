@@ -62,9 +62,9 @@ class VTraceTrainer:
     the whole batch's gradient, then clipped and checked once, so all replicas
     take the same decision and the same step.
 
-    `jit_compile` has XLA compile each replica's loss and gradients. It is off
-    by default because on CPU it measured slower (benchmarks/xla.py); measure
-    it on your accelerator before turning it on.
+    `jit_compile` has XLA compile the whole update, on one device only. It is
+    off by default because on CPU it measured slower (benchmarks/xla.py);
+    measure it on your accelerator before turning it on.
     """
 
     def __init__(self, agent: ActorCriticNetwork, optimizer, loss: VTraceLoss = None,
@@ -75,10 +75,14 @@ class VTraceTrainer:
         self.loss = loss or VTraceLoss()
         self.max_gradient_norm = max_gradient_norm
         self.strategy = strategy or tf.distribute.get_strategy()
+        if jit_compile and self.strategy.num_replicas_in_sync > 1:
+            # XLA compiles for one device: another replica's variables fail the first step.
+            raise ValueError(f"VTraceTrainer.jit_compile works on one device only, not with "
+                             f"{self.strategy.num_replicas_in_sync} replicas; set it to False or train "
+                             "on one device (create_strategy.kind='none')")
         with self.strategy.scope():
             optimizer.build(agent.trainable_variables)  # create slots now so checkpoints restore them
-        self._gradients = tf.function(self._replica_sums, jit_compile=True) if jit_compile else self._replica_sums
-        self._update = tf.function(self._update_impl)
+        self._update = tf.function(self._update_impl, jit_compile=jit_compile)
 
     def _replica_sums(self, unrolls):
         """This replica's gradients and metrics, weighted by its number of valid steps, and that
@@ -95,7 +99,7 @@ class VTraceTrainer:
         # Summing weighted shares and dividing by the total weight gives exactly the masked means
         # (and their gradients) over the whole batch, however the valid steps fall between replicas.
         sums = self.strategy.reduce(tf.distribute.ReduceOp.SUM,
-                                    self.strategy.run(self._gradients, args=(unrolls,)), axis=None)
+                                    self.strategy.run(self._replica_sums, args=(unrolls,)), axis=None)
         variables = self.agent.trainable_variables
         sizes = [int(np.prod(v.shape)) for v in variables] + [1] * (len(VTraceLoss.METRICS) + 1)
         parts = tf.split(sums / sums[-1], sizes)

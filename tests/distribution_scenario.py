@@ -15,6 +15,11 @@ strategy = create_strategy("mirrored", cpu_replicas=2)
 with strategy.scope():
     mirrored_net = ActorCriticNetwork(3, (4,), "float32", torso="mlp", lstm_units=8)
     mirrored = VTraceTrainer(mirrored_net, create_optimizer(100, learning_rate=1e-2), strategy=strategy)
+try:
+    VTraceTrainer(mirrored_net, create_optimizer(100), strategy=strategy, jit_compile=True)
+    jit_error = ""
+except ValueError as e:
+    jit_error = str(e)
 single_net = ActorCriticNetwork(3, (4,), "float32", torso="mlp", lstm_units=8)
 for target, source in zip(single_net.variables, mirrored_net.variables):
     target.assign(source.numpy())
@@ -38,4 +43,4 @@ print(json.dumps({"replicas": strategy.num_replicas_in_sync,
                   "devices": sorted({replicas(v)[i].device for v in mirrored_net.trainable_variables for i in (0, 1)}),
                   "largest_difference": largest_difference, "replica_difference": replica_difference,
                   "loss_mirrored": float(m_metrics["loss/total"]), "loss_single": float(s_metrics["loss/total"]),
-                  "iterations": int(mirrored.optimizer.iterations.numpy())}))
+                  "iterations": int(mirrored.optimizer.iterations.numpy()), "jit_error": jit_error}))

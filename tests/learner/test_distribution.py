@@ -36,6 +36,7 @@ def test_mirrored_update_on_two_replicas_equals_the_single_device_update():
     assert outcome["replica_difference"] == 0.0  # the two copies of every weight are the same
     assert outcome["largest_difference"] < 1e-4  # and they are what one device computes
     assert outcome["iterations"] == 5
+    assert "VTraceTrainer.jit_compile works on one device only, not with 2 replicas" in outcome["jit_error"]
 
 
 def test_two_learner_processes_keep_identical_weights(tmp_path):
