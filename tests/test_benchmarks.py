@@ -1,4 +1,4 @@
-"""The transport and XLA benchmarks run end to end and report every measurement they promise.
+"""The components, transport and XLA benchmarks run end to end and report every measurement they promise.
 Speeds are printed, never asserted: only that each part ran and measured something."""
 import json
 import subprocess
@@ -33,3 +33,21 @@ def test_xla_benchmark_compares_every_component_both_ways():
     summaries = {r["component"]: r for r in records if r.get("summary")}
     assert set(summaries) == components
     assert all(s["xla_over_default_median"] > 0 for s in summaries.values())
+
+
+def test_components_benchmark_reports_every_component_and_a_bound_below_each():
+    out = subprocess.run([sys.executable, "benchmarks/components.py", "--envs", "16", "--seconds", "0.2"],
+                         cwd=REPO_ROOT, env=child_env(), capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    records = [json.loads(line) for line in out.stdout.splitlines()]
+    by_component = {}
+    for r in records:
+        by_component.setdefault(r["component"], []).append(r)
+    assert set(by_component) == {"env_stepping", "inference", "training_step", "bound"}
+    inference = {r["batch"]: r["observations_per_s"] for r in by_component["inference"]}
+    assert set(inference) == {1, 8, 16, 32, 64, 128} and min(inference.values()) > 0
+    bound = by_component["bound"][0]
+    assert bound["inference_batch"] == 16  # the learner serves every one of the 16 envs in one batch
+    slowest = min(by_component["env_stepping"][0]["agent_steps_per_s"], inference[16],
+                  by_component["training_step"][0]["agent_steps_per_s"])
+    assert 0 < bound["agent_steps_per_s"] < slowest  # the parts share one machine
