@@ -21,15 +21,21 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 
 
-def timed(fn, seconds: float, warmup: int = 3) -> float:
-    """Calls fn until `seconds` pass; returns calls per second."""
+def timed(fn, seconds: float, warmup: int = 3, chunk: int = 1, between=None) -> float:
+    """Calls fn until `seconds` of calls pass; returns calls per second. With `between`, that
+    runs untimed after every `chunk` calls (work the measured part must not be charged for)."""
     for _ in range(warmup):
         fn()
-    calls, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        fn()
-        calls += 1
-    return calls / (time.perf_counter() - start)
+    calls, elapsed = 0, 0.0
+    while elapsed < seconds:
+        start = time.perf_counter()
+        for _ in range(chunk):
+            fn()
+        elapsed += time.perf_counter() - start
+        calls += chunk
+        if between is not None:
+            between()
+    return calls / elapsed
 
 
 def emit(**record):
@@ -63,23 +69,12 @@ def random_steps(spec, batch: int, rng):
     return np.arange(batch), steps
 
 
-def inference_rate(agent, pipeline, ids, steps, seconds: float, chunk: int = 20) -> float:
-    """Calls/s of the inference path. Between timed chunks the unrolls it completed are taken
-    off the queue as training would take them, so memory stays bounded as in a run: unrolls
-    left to pile up cost the inference path fresh memory on every one (measured: 2x slower
-    at batch 16 on the 2-core VM), which a real learner with its bounded queue never pays."""
-    for _ in range(3):
-        pipeline(ids, steps)
-    calls, elapsed = 0, 0.0
-    while elapsed < seconds:
-        start = time.perf_counter()
-        for _ in range(chunk):
-            pipeline(ids, steps)
-        elapsed += time.perf_counter() - start
-        calls += chunk
-        while len(agent.queue) >= agent.batch_size:
-            agent.queue.get_batch(agent.batch_size, threading.Event())
-    return calls / elapsed
+def drain_completed_unrolls(agent) -> None:
+    """Takes completed unrolls off the queue as training would. Left to pile up, they cost the
+    inference path fresh memory on every one (measured: 2x slower at batch 16 on the 2-core VM),
+    which a real learner with its bounded queue never pays."""
+    while len(agent.queue) >= agent.batch_size:
+        agent.queue.get_batch(agent.batch_size, threading.Event())
 
 
 def training_batch(agent, pipeline, spec, rng):
@@ -116,7 +111,8 @@ def main() -> int:
     inference = {}
     for batch in (1, 8, 16, 32, 64, 128):
         ids, steps = random_steps(spec, batch, rng)
-        inference[batch] = batch * inference_rate(agent, pipeline, ids, steps, args.seconds)
+        inference[batch] = batch * timed(lambda: pipeline(ids, steps), args.seconds, chunk=20,
+                                         between=lambda: drain_completed_unrolls(agent))
         emit(component="inference", batch=batch, observations_per_s=inference[batch])
 
     batch = training_batch(agent, pipeline, spec, rng)

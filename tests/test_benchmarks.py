@@ -7,12 +7,17 @@ import sys
 from tests.processes import REPO_ROOT, child_env
 
 
-def test_transport_benchmark_reports_raw_floor_grpc_only_and_system():
-    out = subprocess.run([sys.executable, "benchmarks/transport.py", "--actors", "1", "--envs", "2",
-                          "--seconds", "2"], cwd=REPO_ROOT, env=child_env(), capture_output=True, text=True,
-                         timeout=300)
+def run_benchmark(script: str, *args: str, timeout_s: float = 600):
+    """Runs benchmarks/<script> with `args`; returns its JSON lines, failing on a non-zero exit."""
+    out = subprocess.run([sys.executable, f"benchmarks/{script}", *args], cwd=REPO_ROOT, env=child_env(),
+                         capture_output=True, text=True, timeout=timeout_s)
     assert out.returncode == 0, out.stderr[-3000:]
-    results = {r["benchmark"]: r for r in map(json.loads, out.stdout.splitlines())}
+    return [json.loads(line) for line in out.stdout.splitlines()]
+
+
+def test_transport_benchmark_reports_raw_floor_grpc_only_and_system():
+    records = run_benchmark("transport.py", "--actors", "1", "--envs", "2", "--seconds", "2", timeout_s=300)
+    results = {r["benchmark"]: r for r in records}
     assert set(results) == {"raw_env_stepping", "grpc_floor", "grpc_only", "transport"}
     for name in ("raw_env_stepping", "grpc_only", "transport"):
         assert results[name]["agent_steps_per_s"] > 0, results[name]
@@ -22,11 +27,7 @@ def test_transport_benchmark_reports_raw_floor_grpc_only_and_system():
 
 
 def test_xla_benchmark_compares_every_component_both_ways():
-    out = subprocess.run([sys.executable, "benchmarks/xla.py", "--seconds", "0.2", "--rounds", "1", "--batches", "8",
-                          "--r2d2_batch", "1"], cwd=REPO_ROOT, env=child_env(), capture_output=True, text=True,
-                         timeout=600)
-    assert out.returncode == 0, out.stderr[-3000:]
-    records = [json.loads(line) for line in out.stdout.splitlines()]
+    records = run_benchmark("xla.py", "--seconds", "0.2", "--rounds", "1", "--batches", "8", "--r2d2_batch", "1")
     components = {"vtrace_training_step", "policy_batch_8", "r2d2_training_step"}
     measured = {(r["component"], r["mode"]) for r in records if "per_s" in r and r["per_s"] > 0}
     assert measured == {(c, mode) for c in components for mode in ("default", "xla")}
@@ -36,10 +37,7 @@ def test_xla_benchmark_compares_every_component_both_ways():
 
 
 def test_components_benchmark_reports_every_component_and_a_bound_below_each():
-    out = subprocess.run([sys.executable, "benchmarks/components.py", "--envs", "16", "--seconds", "0.2"],
-                         cwd=REPO_ROOT, env=child_env(), capture_output=True, text=True, timeout=600)
-    assert out.returncode == 0, out.stderr[-3000:]
-    records = [json.loads(line) for line in out.stdout.splitlines()]
+    records = run_benchmark("components.py", "--envs", "16", "--seconds", "0.2")
     by_component = {}
     for r in records:
         by_component.setdefault(r["component"], []).append(r)
