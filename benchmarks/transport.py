@@ -1,6 +1,6 @@
 """Transport overhead: env steps/s through actors + gRPC + batcher + codecs, over raw stepping.
 
-    .venv/bin/python benchmarks/transport.py [--actors 4] [--envs 4 16 32] [--seconds 20] [--env_groups 1]
+    .venv/bin/python benchmarks/transport.py [--actors 4] [--envs 4 16 24 32] [--seconds 20] [--env_groups 1]
                                              [--gin_bindings BINDING]...
 
 For each `--envs` value, all measured in this run, one after the other, with
@@ -33,28 +33,58 @@ RAW_STEPPER = """
 import sys, time, numpy as np
 import actors.actor
 from seed import gin_setup, envs as seed_envs
-gin_setup.parse([sys.argv[1]], sys.argv[4:], skip=gin_setup.LEARNER_CONFIGURABLES)
+gin_setup.parse([sys.argv[1]], sys.argv[3:], skip=gin_setup.LEARNER_CONFIGURABLES)
 envs = seed_envs.create_envs(int(sys.argv[2]))
 envs.reset(seed=0)
 rng = np.random.default_rng(0)
-n, seconds = envs.num_envs, float(sys.argv[3])
+n = envs.num_envs
 for _ in range(20):
     envs.step(rng.integers(0, envs.spec.num_actions, n))
-steps, start = 0, time.perf_counter()
-while time.perf_counter() - start < seconds:
+print("ready", envs.spec.observation_nbytes, flush=True)
+start, end = map(float, sys.stdin.readline().split())  # one window for all steppers (monotonic clock)
+steps, first, last = 0, None, None
+while True:
     envs.step(np.zeros(n, np.int64))  # the same fixed action the transport learner answers
+    now = time.monotonic()
+    if now > end:
+        break
     steps += n
-print(steps / (time.perf_counter() - start), envs.spec.observation_nbytes)
+    if first is None and now >= start:
+        first = (steps, now)
+    last = (steps, now)
+if first is None or last[1] == first[1]:
+    sys.exit("the window is too short for two steps: raise --seconds")
+print((last[0] - first[0]) / (last[1] - first[1]))
 """
 
 
 def raw_steps_per_s(config: str, actors: int, envs: int, seconds: float, bindings=()):
-    """Agent steps/s of all processes together, and one observation's size in bytes."""
+    """Agent steps/s of all processes together, and one observation's size in bytes.
+
+    Every process counts its steps in one shared window that opens after all
+    have started, so none is timed while others are still starting or done
+    (which would give it more than its share of the cores)."""
     env = dict(os.environ, PYTHONPATH=REPO)
-    procs = [subprocess.Popen([sys.executable, "-c", RAW_STEPPER, config, str(envs), str(seconds), *bindings],
-                              stdout=subprocess.PIPE, text=True, env=env) for _ in range(actors)]
-    results = [p.communicate()[0].strip().splitlines()[-1].split() for p in procs]
-    return sum(float(steps) for steps, _ in results), int(results[0][1])
+    procs = [subprocess.Popen([sys.executable, "-c", RAW_STEPPER, config, str(envs), *bindings],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+             for _ in range(actors)]
+    try:
+        ready = [p.stdout.readline().split() for p in procs]
+        if any(not line or line[0] != "ready" for line in ready):
+            raise RuntimeError("a raw env stepper failed to start; see its error above")
+        start = time.monotonic() + 1.0  # every stepper is stepping again by then
+        for p in procs:
+            p.stdin.write(f"{start} {start + seconds}\n")
+            p.stdin.flush()
+        outputs = [p.communicate()[0] for p in procs]
+        if any(p.returncode != 0 for p in procs):
+            raise RuntimeError("a raw env stepper failed; see its error above")
+        rates = [float(out.strip().splitlines()[-1]) for out in outputs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    return sum(rates), int(ready[0][1])
 
 
 def _actor_bindings(envs: int, groups: int, bindings=()):
@@ -112,7 +142,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--config", default="atari_vtrace.gin")
     parser.add_argument("--actors", type=int, default=4)
-    parser.add_argument("--envs", type=int, nargs="+", default=[4, 16, 32], help="envs per actor, one run each")
+    parser.add_argument("--envs", type=int, nargs="+", default=[4, 16, 24, 32], help="envs per actor, one run each")
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--env_groups", type=int, nargs="+", default=[1])
     parser.add_argument("--gin_bindings", action="append", default=[],
