@@ -28,6 +28,7 @@ import time
 REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path.insert(0, REPO)
 import grpc_floor  # noqa: E402  (benchmarks/, this script's own folder)
+from tests import processes  # noqa: E402
 
 RAW_STEPPER = """
 import sys, time, numpy as np
@@ -42,19 +43,21 @@ for _ in range(20):
     envs.step(rng.integers(0, envs.spec.num_actions, n))
 print("ready", envs.spec.observation_nbytes, flush=True)
 start, end = map(float, sys.stdin.readline().split())  # one window for all steppers (monotonic clock)
-steps, first, last = 0, None, None
+steps, first, last = 0, None, None  # steps after the window's first one, between `first` and `last`
 while True:
     envs.step(np.zeros(n, np.int64))  # the same fixed action the transport learner answers
     now = time.monotonic()
     if now > end:
         break
-    steps += n
-    if first is None and now >= start:
-        first = (steps, now)
-    last = (steps, now)
-if first is None or last[1] == first[1]:
+    if now < start:
+        continue
+    if first is None:
+        first = now
+    else:
+        steps, last = steps + n, now
+if last is None:
     sys.exit("the window is too short for two steps: raise --seconds")
-print((last[0] - first[0]) / (last[1] - first[1]))
+print(steps / (last - first))
 """
 
 
@@ -81,9 +84,7 @@ def raw_steps_per_s(config: str, actors: int, envs: int, seconds: float, binding
             raise RuntimeError("a raw env stepper failed; see its error above")
         rates = [float(out.strip().splitlines()[-1]) for out in outputs]
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
+        processes.stop(procs)
     return sum(rates), int(ready[0][1])
 
 
@@ -93,7 +94,6 @@ def _actor_bindings(envs: int, groups: int, bindings=()):
 
 def grpc_only_steps_per_s(config: str, actors: int, envs: int, groups: int, seconds: float, bindings=(),
                           warmup_s: float = 5.0) -> float:
-    from tests import processes
     logdir = tempfile.mkdtemp(prefix="seed_transport_")
     learner = grpc_floor.AnsweringLearner()
     running = []
@@ -113,7 +113,6 @@ def grpc_only_steps_per_s(config: str, actors: int, envs: int, groups: int, seco
 
 def system_steps_per_s(config: str, actors: int, envs: int, groups: int, seconds: float, bindings=(),
                        warmup_s: float = 5.0) -> float:
-    from tests import processes
     logdir = tempfile.mkdtemp(prefix="seed_transport_")
     learner = processes.start_learner(logdir, config, ["run_learner.agent=@FixedActionAgent",
                                                        "run_learner.progress_interval_s=1", *bindings])
