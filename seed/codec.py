@@ -73,12 +73,15 @@ def spec_mismatch(hello: seed_pb2.Hello, spec: EnvSpec) -> str:
 
 def encode_steps(observations: np.ndarray, rewards: np.ndarray, terminated: np.ndarray,
                  truncated: np.ndarray, env_group: int = 0) -> seed_pb2.ActorMessage:
-    return seed_pb2.ActorMessage(steps=seed_pb2.EnvSteps(
-        observations=np.ascontiguousarray(observations).tobytes(),
-        rewards=np.asarray(rewards, REWARD_DTYPE).tobytes(),
-        terminated=np.asarray(terminated, FLAG_DTYPE).tobytes(),
-        truncated=np.asarray(truncated, FLAG_DTYPE).tobytes(),
-        env_group=env_group))
+    # The sub-message goes in as a dict: a message object passed to a constructor is copied
+    # once more (upb), 12-22 us for 16-32 Pong frames against 2-4 us, and 100+ us where malloc
+    # maps fresh pages for the copy.
+    return seed_pb2.ActorMessage(steps={
+        "observations": np.ascontiguousarray(observations).tobytes(),
+        "rewards": np.asarray(rewards, REWARD_DTYPE).tobytes(),
+        "terminated": np.asarray(terminated, FLAG_DTYPE).tobytes(),
+        "truncated": np.asarray(truncated, FLAG_DTYPE).tobytes(),
+        "env_group": env_group})
 
 
 def _field(data: bytes, dtype: np.dtype, shape, name: str) -> np.ndarray:
@@ -102,7 +105,7 @@ def decode_steps(steps: seed_pb2.EnvSteps, spec: EnvSpec, num_envs: int) -> EnvS
 
 def encode_actions(actions: np.ndarray, env_group: int = 0) -> seed_pb2.LearnerMessage:
     return seed_pb2.LearnerMessage(
-        actions=seed_pb2.Actions(actions=np.asarray(actions, ACTION_DTYPE).tobytes(), env_group=env_group))
+        actions={"actions": np.asarray(actions, ACTION_DTYPE).tobytes(), "env_group": env_group})
 
 
 def decode_actions(message: seed_pb2.Actions, num_envs: int) -> np.ndarray:
