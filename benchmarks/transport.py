@@ -1,7 +1,7 @@
 """Transport overhead: env steps/s through actors + gRPC + batcher + codecs, over raw stepping.
 
     .venv/bin/python benchmarks/transport.py [--actors 4] [--envs 4 16 24 32] [--seconds 20] [--env_groups 1]
-                                             [--gin_bindings BINDING]...
+                                             [--repeats 1] [--gin_bindings BINDING]...
 
 For each `--envs` value, all measured in this run, one after the other, with
 the same process layout: `--actors` processes each stepping that many Pong envs
@@ -15,11 +15,16 @@ in its gRPC handler and does nothing else (grpc_floor.AnsweringLearner: what
 the actors and grpcio cost without the learner's work), and `transport`, the
 learner itself answering with a fixed action, neither inferring nor training
 (run_learner.agent = @FixedActionAgent), whose batcher, slot table and codecs
-come on top. Prints JSON lines; the ratios are what to compare across machines.
+come on top. With `--repeats N` all but the floor runs N rounds in turn, each
+ratio over the raw rate of its own round, and a `transport_summary` line gives
+the medians: where the host's speed drifts within minutes, one pair of
+measurements can be off by more than the effect measured. Prints JSON lines;
+the ratios are what to compare across machines.
 """
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -137,37 +142,64 @@ def system_steps_per_s(config: str, actors: int, envs: int, groups: int, seconds
     return (end["env_frames"] - start["env_frames"]) / frames_per_step / (end["time"] - start["time"])
 
 
+def _median(values):
+    return float(statistics.median(values))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--config", default="atari_vtrace.gin")
     parser.add_argument("--actors", type=int, default=4)
     parser.add_argument("--envs", type=int, nargs="+", default=[4, 16, 24, 32], help="envs per actor, one run each")
     parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--warmup_seconds", type=float, default=5.0,
+                        help="after every actor is stepping, before a learner's window opens")
     parser.add_argument("--env_groups", type=int, nargs="+", default=[1])
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="rounds of raw stepping, then the learners, per --envs value; each ratio takes the "
+                             "raw rate of its own round, and a summary line gives the medians")
     parser.add_argument("--gin_bindings", action="append", default=[],
                         help="for the raw steppers, actors and learner, e.g. 'create_atari_envs.num_threads=2'")
     args = parser.parse_args()
+    if args.repeats < 1:
+        parser.error(f"--repeats must be at least 1, got {args.repeats}")
     for envs in args.envs:
-        raw, observation_bytes = raw_steps_per_s(args.config, args.actors, envs, args.seconds, args.gin_bindings)
-        print(json.dumps({"benchmark": "raw_env_stepping", "actors": args.actors, "envs_per_actor": envs,
-                          "agent_steps_per_s": raw}), flush=True)
-        floor = grpc_floor.measure(envs * observation_bytes)
-        # Raw stepping keeps min(actors, cores) cores busy; this is its CPU per actor message.
-        raw_cpu_ms = 1000 * min(args.actors, os.cpu_count()) / raw * envs
-        floor_ms = floor["client_cpu_ms"] + floor["server_cpu_ms"]
-        print(json.dumps({"benchmark": "grpc_floor", "envs_per_actor": envs, **floor,
-                          "raw_cpu_ms_per_message": raw_cpu_ms,
-                          "ceiling_ratio": raw_cpu_ms / (raw_cpu_ms + floor_ms)}), flush=True)
-        for groups in args.env_groups:
-            grpc_only = grpc_only_steps_per_s(args.config, args.actors, envs, groups, args.seconds,
-                                              args.gin_bindings)
-            print(json.dumps({"benchmark": "grpc_only", "actors": args.actors, "envs_per_actor": envs,
-                              "env_groups": groups, "agent_steps_per_s": grpc_only,
-                              "ratio_to_raw": grpc_only / raw}), flush=True)
-            system = system_steps_per_s(args.config, args.actors, envs, groups, args.seconds, args.gin_bindings)
-            print(json.dumps({"benchmark": "transport", "actors": args.actors, "envs_per_actor": envs,
-                              "env_groups": groups, "agent_steps_per_s": system, "ratio_to_raw": system / raw,
-                              "ratio_to_grpc_only": system / grpc_only}), flush=True)
+        ratios = {}  # (benchmark, env_groups) -> ratio_to_raw of every round
+        for repeat in range(args.repeats):
+            raw, observation_bytes = raw_steps_per_s(args.config, args.actors, envs, args.seconds,
+                                                     args.gin_bindings)
+            print(json.dumps({"benchmark": "raw_env_stepping", "actors": args.actors, "envs_per_actor": envs,
+                              "repeat": repeat, "agent_steps_per_s": raw}), flush=True)
+            if repeat == 0:
+                floor = grpc_floor.measure(envs * observation_bytes)
+                # Raw stepping keeps min(actors, cores) cores busy; this is its CPU per actor message.
+                raw_cpu_ms = 1000 * min(args.actors, os.cpu_count()) / raw * envs
+                floor_ms = floor["client_cpu_ms"] + floor["server_cpu_ms"]
+                print(json.dumps({"benchmark": "grpc_floor", "envs_per_actor": envs, **floor,
+                                  "raw_cpu_ms_per_message": raw_cpu_ms,
+                                  "ceiling_ratio": raw_cpu_ms / (raw_cpu_ms + floor_ms)}), flush=True)
+            for groups in args.env_groups:
+                # The learner first: its ratio is the one the target is about, so it runs next to the raw rate.
+                system = system_steps_per_s(args.config, args.actors, envs, groups, args.seconds,
+                                            args.gin_bindings, args.warmup_seconds)
+                grpc_only = grpc_only_steps_per_s(args.config, args.actors, envs, groups, args.seconds,
+                                                  args.gin_bindings, args.warmup_seconds)
+                common = {"actors": args.actors, "envs_per_actor": envs, "env_groups": groups, "repeat": repeat}
+                print(json.dumps({"benchmark": "grpc_only", **common, "agent_steps_per_s": grpc_only,
+                                  "ratio_to_raw": grpc_only / raw}), flush=True)
+                print(json.dumps({"benchmark": "transport", **common, "agent_steps_per_s": system,
+                                  "ratio_to_raw": system / raw, "ratio_to_grpc_only": system / grpc_only}),
+                      flush=True)
+                ratios.setdefault(("grpc_only", groups), []).append(grpc_only / raw)
+                ratios.setdefault(("transport", groups), []).append(system / raw)
+        if args.repeats > 1:
+            for groups in args.env_groups:
+                transport, grpc_only = ratios[("transport", groups)], ratios[("grpc_only", groups)]
+                print(json.dumps({"benchmark": "transport_summary", "actors": args.actors, "envs_per_actor": envs,
+                                  "env_groups": groups, "repeats": args.repeats,
+                                  "ratio_to_raw_median": _median(transport), "ratio_to_raw_min": min(transport),
+                                  "ratio_to_raw_max": max(transport),
+                                  "grpc_only_ratio_to_raw_median": _median(grpc_only)}), flush=True)
     return 0
 
 
