@@ -275,6 +275,8 @@ def _supervise(stop, progress_interval_s, progress, training, batcher, server, s
         if time.monotonic() >= next_report:
             print(progress.report(), flush=True)
             next_report += progress_interval_s
+            if next_report <= time.monotonic():  # after a pause (SIGSTOP, a suspended laptop): no catch-up burst
+                next_report = time.monotonic() + progress_interval_s
     stop.set()
     training.thread.join()
     batcher.stop()
