@@ -94,24 +94,24 @@ class AnsweringLearner:
     """The answering server of `_serve_actors` in a child process, for actors to dial."""
 
     def __init__(self):
-        self._process = subprocess.Popen([sys.executable, __file__, "--serve_actors"], stdin=subprocess.PIPE,
+        self.process = subprocess.Popen([sys.executable, __file__, "--serve_actors"], stdin=subprocess.PIPE,
                                          stdout=subprocess.PIPE, text=True)
-        self.address = f"127.0.0.1:{int(self._process.stdout.readline())}"
+        self.address = f"127.0.0.1:{int(self.process.stdout.readline())}"
 
     def env_steps(self):
         """(env steps answered so far, actors that sent steps so far, monotonic time)."""
-        self._process.stdin.write("\n")
-        self._process.stdin.flush()
-        count, streams, when = self._process.stdout.readline().split()
+        self.process.stdin.write("\n")
+        self.process.stdin.flush()
+        count, streams, when = self.process.stdout.readline().split()
         return int(count), int(streams), float(when)
 
     def close(self) -> None:
-        self._process.stdin.close()
+        self.process.stdin.close()
         try:
-            self._process.wait(30)
+            self.process.wait(30)
         except subprocess.TimeoutExpired:
-            self._process.kill()
-            self._process.wait()
+            self.process.kill()
+            self.process.wait()
 
 
 def _cpu_seconds(pid: int) -> float:

@@ -1,149 +1,196 @@
 """Transport overhead: env steps/s through actors + gRPC + batcher + codecs, over raw stepping.
 
-    .venv/bin/python benchmarks/transport.py [--actors 4] [--envs 4 16 24 32] [--seconds 20] [--env_groups 1]
-                                             [--repeats 1] [--gin_bindings BINDING]...
+    .venv/bin/python benchmarks/transport.py [--actors 4] [--envs 4 16 24 32] [--rounds 12] [--seconds 3]
+                                             [--settle_seconds 1.5] [--warmup_seconds 5] [--env_groups 1]
+                                             [--gin_bindings BINDING]...
 
-For each `--envs` value, all measured in this run, one after the other, with
-the same process layout: `--actors` processes each stepping that many Pong envs
-on their own (reference); grpcio's own floor, a bare stream exchanging messages
-of one actor's size (benchmarks/grpc_floor.py), turned into the best ratio any
-transport on grpcio could reach here (`ceiling_ratio` = raw stepping's CPU per
-message / (that + the floor's CPU per message)); then, once per `--env_groups`
-value (1: lockstep actors; 2: double-buffered), the same processes as real
-actors of two learners: `grpc_only`, a server that answers each message at once
-in its gRPC handler and does nothing else (grpc_floor.AnsweringLearner: what
-the actors and grpcio cost without the learner's work), and `transport`, the
-learner itself answering with a fixed action, neither inferring nor training
+For each `--envs` value: grpcio's own floor, a bare stream exchanging messages
+of one actor's size (benchmarks/grpc_floor.py); then three groups of processes
+with the same layout: `raw`, `--actors` processes each stepping that many Pong
+envs on their own (the reference); `grpc_only`, the same envs in real actors of
+a server that answers each message at once in its gRPC handler and does nothing
+else (grpc_floor.AnsweringLearner: what the actors and grpcio cost without the
+learner's work); and `transport`, real actors of the learner itself answering
+with a fixed action, neither inferring nor training
 (run_learner.agent = @FixedActionAgent), whose batcher, slot table and codecs
-come on top. With `--repeats N` all but the floor runs N rounds in turn, each
-ratio over the raw rate of its own round, and a `transport_summary` line gives
-the medians: where the host's speed drifts within minutes, one pair of
-measurements can be off by more than the effect measured. Prints JSON lines;
-the ratios are what to compare across machines.
+come on top (once per `--env_groups` value; 1: lockstep actors, 2:
+double-buffered). `ceiling_ratio` turns the floor into the best ratio any
+transport on grpcio could reach here: raw stepping's CPU per message / (that +
+the floor's CPU per message).
+
+The groups take turns: all start, then only one runs at a time while the others
+are stopped (SIGSTOP): each group once for `--warmup_seconds`, untimed, then
+`--rounds` rounds of a `--seconds` window each (after `--settle_seconds`), and
+every ratio is over the raw rate of its own round, measured seconds apart.
+This host's speed drifts by more than 10 % within minutes, so measurements taken
+one after the other, with minutes of process start-up between them, compared
+host speeds as much as transports. A `transport_summary` line gives the
+medians over the rounds. Prints JSON lines; the ratios are what to compare
+across machines.
 """
 import argparse
+import contextlib
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from typing import Callable, List, Tuple
+
+import numpy as np
 
 REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path.insert(0, REPO)
 import grpc_floor  # noqa: E402  (benchmarks/, this script's own folder)
 from tests import processes  # noqa: E402
 
+# Steps until killed, adding its env steps to the int64 in the file argv[3] after every step.
 RAW_STEPPER = """
-import sys, time, numpy as np
+import sys, numpy as np
 import actors.actor
 from seed import gin_setup, envs as seed_envs
-gin_setup.parse([sys.argv[1]], sys.argv[3:], skip=gin_setup.LEARNER_CONFIGURABLES)
+gin_setup.parse([sys.argv[1]], sys.argv[4:], skip=gin_setup.LEARNER_CONFIGURABLES)
 envs = seed_envs.create_envs(int(sys.argv[2]))
+steps = np.memmap(sys.argv[3], np.int64, "r+", shape=(1,))
 envs.reset(seed=0)
-rng = np.random.default_rng(0)
-n = envs.num_envs
-for _ in range(20):
-    envs.step(rng.integers(0, envs.spec.num_actions, n))
+actions = np.zeros(envs.num_envs, np.int64)  # the same fixed action the transport learner answers
 print("ready", envs.spec.observation_nbytes, flush=True)
-start, end = map(float, sys.stdin.readline().split())  # one window for all steppers (monotonic clock)
-steps, first, last = 0, None, None  # steps after the window's first one, between `first` and `last`
 while True:
-    envs.step(np.zeros(n, np.int64))  # the same fixed action the transport learner answers
-    now = time.monotonic()
-    if now > end:
-        break
-    if now < start:
-        continue
-    if first is None:
-        first = now
-    else:
-        steps, last = steps + n, now
-if last is None:
-    sys.exit("the window is too short for two steps: raise --seconds")
-print(steps / (last - first))
+    envs.step(actions)
+    steps[0] += envs.num_envs
 """
 
+Sample = Tuple[float, float]  # (env steps so far, time in seconds)
 
-def raw_steps_per_s(config: str, actors: int, envs: int, seconds: float, bindings=()):
-    """Agent steps/s of all processes together, and one observation's size in bytes.
 
-    Every process counts its steps in one shared window that opens after all
-    have started, so none is timed while others are still starting or done
-    (which would give it more than its share of the cores)."""
+class Group:
+    """Processes that run together; `count` samples their env steps so far."""
+
+    def __init__(self, name: str, procs: List[subprocess.Popen], count: Callable[[], Sample], close: Callable):
+        self.name, self.procs, self.count, self._close = name, procs, count, close
+
+    def signal(self, signum: int) -> None:
+        for p in self.procs:
+            if p.poll() is None:
+                os.kill(p.pid, signum)
+        if signum == signal.SIGSTOP:  # returns once every process is stopped
+            for p in self.procs:
+                processes.wait_until(lambda: p.poll() is not None or _state(p.pid) in "Tt", timeout_s=10,
+                                     what=f"{self.name} process {p.pid} stopped", poll_s=0.01)
+
+    def close(self) -> None:
+        self.signal(signal.SIGCONT)  # a stopped process would not see SIGTERM
+        self._close()
+
+
+def _state(pid: int) -> str:
+    with open(f"/proc/{pid}/stat") as stat:
+        return stat.read().rsplit(")", 1)[1].split()[0]
+
+
+def _check_running(group: Group) -> None:
+    dead = [p.pid for p in group.procs if p.poll() is not None]
+    if dead:
+        raise RuntimeError(f"{group.name}: process {dead[0]} exited during the benchmark")
+
+
+def start_raw(config: str, actors: int, envs: int, workdir: str, bindings=()) -> Tuple[Group, int]:
+    """The raw steppers, and one observation's size in bytes."""
     env = dict(os.environ, PYTHONPATH=REPO)
-    procs = [subprocess.Popen([sys.executable, "-c", RAW_STEPPER, config, str(envs), *bindings],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
-             for _ in range(actors)]
-    try:
-        ready = [p.stdout.readline().split() for p in procs]
-        if any(not line or line[0] != "ready" for line in ready):
-            raise RuntimeError("a raw env stepper failed to start; see its error above")
-        start = time.monotonic() + 1.0  # every stepper is stepping again by then
-        for p in procs:
-            p.stdin.write(f"{start} {start + seconds}\n")
-            p.stdin.flush()
-        outputs = [p.communicate()[0] for p in procs]
-        if any(p.returncode != 0 for p in procs):
-            raise RuntimeError("a raw env stepper failed; see its error above")
-        rates = [float(out.strip().splitlines()[-1]) for out in outputs]
-    finally:
-        processes.stop(procs)
-    return sum(rates), int(ready[0][1])
+    counters = []
+    for i in range(actors):
+        path = os.path.join(workdir, f"raw_steps_{i}")
+        np.zeros(1, np.int64).tofile(path)
+        counters.append(path)
+    procs = [subprocess.Popen([sys.executable, "-c", RAW_STEPPER, config, str(envs), path, *bindings],
+                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True, env=env)
+             for path in counters]
+    views = [np.memmap(path, np.int64, "r", shape=(1,)) for path in counters]
+
+    def count() -> Sample:
+        return float(sum(int(v[0]) for v in views)), time.monotonic()
+
+    group = Group("raw", procs, count, lambda: processes.stop(procs))
+    ready = [p.stdout.readline().split() for p in procs]
+    if any(not line or line[0] != "ready" for line in ready):
+        group.close()
+        raise RuntimeError("a raw env stepper failed to start; see its error above")
+    return group, int(ready[0][1])
 
 
 def _actor_bindings(envs: int, groups: int, bindings=()):
     return [f"run_actor.num_envs={envs}", f"run_actor.num_env_groups={groups}", *bindings]
 
 
-def grpc_only_steps_per_s(config: str, actors: int, envs: int, groups: int, seconds: float, bindings=(),
-                          warmup_s: float = 5.0) -> float:
+def start_grpc_only(config: str, actors: int, envs: int, groups: int, bindings=()) -> Group:
     logdir = tempfile.mkdtemp(prefix="seed_transport_")
     learner = grpc_floor.AnsweringLearner()
-    running = []
-    try:
-        running += processes.start_actors(logdir, config, learner.address, actors,
-                                          _actor_bindings(envs, groups, bindings))
-        processes.wait_until(lambda: learner.env_steps()[1] == actors, what="every actor stepping")
-        time.sleep(warmup_s)  # a benchmark's fixed warm-up and window, not a synchronisation
-        start_steps, _, start = learner.env_steps()
-        time.sleep(seconds)
-        end_steps, _, end = learner.env_steps()
-    finally:
-        processes.stop(running)
+    procs = []
+
+    def close():
+        processes.stop(procs)
         learner.close()
-    return (end_steps - start_steps) / (end - start)
+
+    try:
+        procs += processes.start_actors(logdir, config, learner.address, actors,
+                                        _actor_bindings(envs, groups, bindings))
+        processes.wait_until(lambda: learner.env_steps()[1] == actors, what="every grpc_only actor stepping")
+    except BaseException:
+        close()
+        raise
+
+    def count() -> Sample:
+        steps, _, when = learner.env_steps()
+        return steps, when
+
+    return Group("grpc_only", [learner.process, *procs], count, close)
 
 
-def system_steps_per_s(config: str, actors: int, envs: int, groups: int, seconds: float, bindings=(),
-                       warmup_s: float = 5.0) -> float:
+def start_system(config: str, actors: int, envs: int, groups: int, bindings=(),
+                 progress_interval_s: float = 0.5) -> Group:
     logdir = tempfile.mkdtemp(prefix="seed_transport_")
     learner = processes.start_learner(logdir, config, ["run_learner.agent=@FixedActionAgent",
-                                                       "run_learner.progress_interval_s=1", *bindings])
-    running = [learner]
+                                                       f"run_learner.progress_interval_s={progress_interval_s}",
+                                                       *bindings])
+    procs = [learner]
+    frames_per_step = 4 if "atari" in config else 1
+
+    def count() -> Sample:
+        # The learner's newest progress record: written while it ran, so steps and time agree.
+        record = processes.last_progress(logdir)
+        return record["env_frames"] / frames_per_step, record["time"]
+
+    def all_stepping():
+        record = processes.last_progress(logdir)
+        return record.get("actors/connected") == actors and record.get("env_frames", 0) > 0
+
     try:
         address = processes.wait_for_address(logdir, learner)
-        running += processes.start_actors(logdir, config, address, actors, _actor_bindings(envs, groups, bindings))
+        procs += processes.start_actors(logdir, config, address, actors, _actor_bindings(envs, groups, bindings))
+        processes.wait_until(all_stepping, what="every actor of the learner stepping")
+    except BaseException:
+        processes.stop(procs)
+        raise
+    return Group("transport", procs, count, lambda: processes.stop(procs))
 
-        def all_stepping():
-            record = processes.last_progress(logdir)
-            return record.get("actors/connected") == actors and record.get("env_frames", 0) > 0
 
-        processes.wait_until(all_stepping, what="every actor stepping")
-        connected = time.time()
-        time.sleep(warmup_s + seconds + 2)  # a benchmark's fixed warm-up and window, not a synchronisation
-        records = [json.loads(line) for line in open(os.path.join(logdir, "progress.jsonl"))]
+def window_rate(group: Group, seconds: float, settle_s: float) -> float:
+    """Env steps/s of `group` running alone for `seconds`, after `settle_s` to get going."""
+    group.signal(signal.SIGCONT)
+    try:
+        time.sleep(settle_s)  # a benchmark's fixed window, not a synchronisation
+        steps0, t0 = group.count()
+        time.sleep(seconds)
+        steps1, t1 = group.count()
     finally:
-        processes.stop(running)
-    start = next(r for r in records if r["time"] >= connected + warmup_s)
-    end = records[-1]
-    frames_per_step = 4 if "atari" in config else 1
-    return (end["env_frames"] - start["env_frames"]) / frames_per_step / (end["time"] - start["time"])
-
-
-def _median(values):
-    return float(statistics.median(values))
+        group.signal(signal.SIGSTOP)
+    _check_running(group)
+    if t1 <= t0:
+        raise RuntimeError(f"{group.name}: no new count within {seconds} s; raise --seconds")
+    return (steps1 - steps0) / (t1 - t0)
 
 
 def main() -> int:
@@ -151,55 +198,70 @@ def main() -> int:
     parser.add_argument("--config", default="atari_vtrace.gin")
     parser.add_argument("--actors", type=int, default=4)
     parser.add_argument("--envs", type=int, nargs="+", default=[4, 16, 24, 32], help="envs per actor, one run each")
-    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--rounds", type=int, default=12, help="turns of every group; a ratio per round")
+    parser.add_argument("--seconds", type=float, default=3.0, help="each group's timed window per round")
+    parser.add_argument("--settle_seconds", type=float, default=1.5,
+                        help="each group runs this long after being resumed before its window opens")
     parser.add_argument("--warmup_seconds", type=float, default=5.0,
-                        help="after every actor is stepping, before a learner's window opens")
+                        help="every group runs this long, untimed, before the first round")
     parser.add_argument("--env_groups", type=int, nargs="+", default=[1])
-    parser.add_argument("--repeats", type=int, default=1,
-                        help="rounds of raw stepping, then the learners, per --envs value; each ratio takes the "
-                             "raw rate of its own round, and a summary line gives the medians")
     parser.add_argument("--gin_bindings", action="append", default=[],
                         help="for the raw steppers, actors and learner, e.g. 'create_atari_envs.num_threads=2'")
     args = parser.parse_args()
-    if args.repeats < 1:
-        parser.error(f"--repeats must be at least 1, got {args.repeats}")
+    if args.rounds < 1:
+        parser.error(f"--rounds must be at least 1, got {args.rounds}")
+    if args.seconds <= 0 or args.settle_seconds < 0 or args.warmup_seconds <= 0:
+        parser.error("--seconds and --warmup_seconds must be positive, --settle_seconds not negative")
     for envs in args.envs:
-        ratios = {}  # (benchmark, env_groups) -> ratio_to_raw of every round
-        for repeat in range(args.repeats):
-            raw, observation_bytes = raw_steps_per_s(args.config, args.actors, envs, args.seconds,
-                                                     args.gin_bindings)
-            print(json.dumps({"benchmark": "raw_env_stepping", "actors": args.actors, "envs_per_actor": envs,
-                              "repeat": repeat, "agent_steps_per_s": raw}), flush=True)
-            if repeat == 0:
-                floor = grpc_floor.measure(envs * observation_bytes)
-                # Raw stepping keeps min(actors, cores) cores busy; this is its CPU per actor message.
-                raw_cpu_ms = 1000 * min(args.actors, os.cpu_count()) / raw * envs
-                floor_ms = floor["client_cpu_ms"] + floor["server_cpu_ms"]
-                print(json.dumps({"benchmark": "grpc_floor", "envs_per_actor": envs, **floor,
-                                  "raw_cpu_ms_per_message": raw_cpu_ms,
-                                  "ceiling_ratio": raw_cpu_ms / (raw_cpu_ms + floor_ms)}), flush=True)
+        with tempfile.TemporaryDirectory(prefix="seed_transport_") as workdir, contextlib.ExitStack() as running:
+            raw, observation_bytes = start_raw(args.config, args.actors, envs, workdir, args.gin_bindings)
+            running.callback(raw.close)
+            raw.signal(signal.SIGSTOP)
+            floor = grpc_floor.measure(envs * observation_bytes)  # with every other group stopped
+            learners = []
             for groups in args.env_groups:
-                # The learner first: its ratio is the one the target is about, so it runs next to the raw rate.
-                system = system_steps_per_s(args.config, args.actors, envs, groups, args.seconds,
-                                            args.gin_bindings, args.warmup_seconds)
-                grpc_only = grpc_only_steps_per_s(args.config, args.actors, envs, groups, args.seconds,
-                                                  args.gin_bindings, args.warmup_seconds)
-                common = {"actors": args.actors, "envs_per_actor": envs, "env_groups": groups, "repeat": repeat}
-                print(json.dumps({"benchmark": "grpc_only", **common, "agent_steps_per_s": grpc_only,
-                                  "ratio_to_raw": grpc_only / raw}), flush=True)
-                print(json.dumps({"benchmark": "transport", **common, "agent_steps_per_s": system,
-                                  "ratio_to_raw": system / raw, "ratio_to_grpc_only": system / grpc_only}),
-                      flush=True)
-                ratios.setdefault(("grpc_only", groups), []).append(grpc_only / raw)
-                ratios.setdefault(("transport", groups), []).append(system / raw)
-        if args.repeats > 1:
+                for start in (start_grpc_only, start_system):
+                    group = start(args.config, args.actors, envs, groups, args.gin_bindings)
+                    running.callback(group.close)
+                    group.signal(signal.SIGSTOP)
+                    learners.append((groups, group))
+            for group in [raw] + [group for _, group in learners]:
+                window_rate(group, args.warmup_seconds, 0.0)  # not counted: caches, connections, JIT of numpy paths
+            rates = {}  # (group name, env_groups) -> env steps/s per round
+            turns = [("raw", 0, raw)] + [(group.name, groups, group) for groups, group in learners]
+            for round_ in range(args.rounds):
+                # Each round starts with another group, so none is always the one measured first.
+                for name, groups, group in turns[round_ % len(turns):] + turns[:round_ % len(turns)]:
+                    rates.setdefault((name, groups), []).append(window_rate(group, args.seconds, args.settle_seconds))
+                raw_rate = rates[("raw", 0)][-1]
+                print(json.dumps({"benchmark": "raw_env_stepping", "actors": args.actors, "envs_per_actor": envs,
+                                  "round": round_, "agent_steps_per_s": raw_rate}), flush=True)
+                if round_ == 0:
+                    # Raw stepping keeps min(actors, cores) cores busy; this is its CPU per actor message.
+                    raw_cpu_ms = 1000 * min(args.actors, os.cpu_count()) / raw_rate * envs
+                    floor_ms = floor["client_cpu_ms"] + floor["server_cpu_ms"]
+                    print(json.dumps({"benchmark": "grpc_floor", "envs_per_actor": envs, **floor,
+                                      "raw_cpu_ms_per_message": raw_cpu_ms,
+                                      "ceiling_ratio": raw_cpu_ms / (raw_cpu_ms + floor_ms)}), flush=True)
+                for name, groups, _ in turns[1:]:
+                    rate = rates[(name, groups)][-1]
+                    record = {"benchmark": name, "actors": args.actors, "envs_per_actor": envs,
+                              "env_groups": groups, "round": round_, "agent_steps_per_s": rate,
+                              "ratio_to_raw": rate / raw_rate}
+                    if name == "transport":
+                        record["ratio_to_grpc_only"] = rate / rates[("grpc_only", groups)][-1]
+                    print(json.dumps(record), flush=True)
+            raws = rates[("raw", 0)]
             for groups in args.env_groups:
-                transport, grpc_only = ratios[("transport", groups)], ratios[("grpc_only", groups)]
+                ratios = [r / raw for r, raw in zip(rates[("transport", groups)], raws)]
+                grpc_only = [r / raw for r, raw in zip(rates[("grpc_only", groups)], raws)]
                 print(json.dumps({"benchmark": "transport_summary", "actors": args.actors, "envs_per_actor": envs,
-                                  "env_groups": groups, "repeats": args.repeats,
-                                  "ratio_to_raw_median": _median(transport), "ratio_to_raw_min": min(transport),
-                                  "ratio_to_raw_max": max(transport),
-                                  "grpc_only_ratio_to_raw_median": _median(grpc_only)}), flush=True)
+                                  "env_groups": groups, "rounds": args.rounds,
+                                  "raw_agent_steps_per_s_median": statistics.median(raws),
+                                  "ratio_to_raw_median": statistics.median(ratios),
+                                  "ratio_of_means": statistics.mean(rates[("transport", groups)]) / statistics.mean(raws),
+                                  "ratio_to_raw_min": min(ratios), "ratio_to_raw_max": max(ratios),
+                                  "grpc_only_ratio_to_raw_median": statistics.median(grpc_only)}), flush=True)
     return 0
 
 
