@@ -95,7 +95,7 @@ class AnsweringLearner:
 
     def __init__(self):
         self.process = subprocess.Popen([sys.executable, __file__, "--serve_actors"], stdin=subprocess.PIPE,
-                                         stdout=subprocess.PIPE, text=True)
+                                        stdout=subprocess.PIPE, text=True)
         self.address = f"127.0.0.1:{int(self.process.stdout.readline())}"
 
     def env_steps(self):
