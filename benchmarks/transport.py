@@ -193,6 +193,59 @@ def window_rate(group: Group, seconds: float, settle_s: float) -> float:
     return (steps1 - steps0) / (t1 - t0)
 
 
+def measure(args: argparse.Namespace, envs: int) -> None:
+    """Every measurement for `envs` envs per actor, printed as JSON lines."""
+    with tempfile.TemporaryDirectory(prefix="seed_transport_") as workdir, contextlib.ExitStack() as running:
+        raw, observation_bytes = start_raw(args.config, args.actors, envs, workdir, args.gin_bindings)
+        running.callback(raw.close)
+        raw.signal(signal.SIGSTOP)
+        floor = grpc_floor.measure(envs * observation_bytes)  # with every other group stopped
+        learners = []
+        for groups in args.env_groups:
+            for start in (start_grpc_only, start_system):
+                group = start(args.config, args.actors, envs, groups, args.gin_bindings)
+                running.callback(group.close)
+                group.signal(signal.SIGSTOP)
+                learners.append((groups, group))
+        for group in [raw] + [group for _, group in learners]:
+            window_rate(group, args.warmup_seconds, 0.0)  # not counted: caches, connections, JIT of numpy paths
+        rates = {}  # (group name, env_groups) -> env steps/s per round
+        turns = [("raw", 0, raw)] + [(group.name, groups, group) for groups, group in learners]
+        for round_ in range(args.rounds):
+            # Each round starts with another group, so none is always the one measured first.
+            for name, groups, group in turns[round_ % len(turns):] + turns[:round_ % len(turns)]:
+                rates.setdefault((name, groups), []).append(window_rate(group, args.seconds, args.settle_seconds))
+            raw_rate = rates[("raw", 0)][-1]
+            print(json.dumps({"benchmark": "raw_env_stepping", "actors": args.actors, "envs_per_actor": envs,
+                              "round": round_, "agent_steps_per_s": raw_rate}), flush=True)
+            if round_ == 0:
+                # Raw stepping keeps min(actors, cores) cores busy; this is its CPU per actor message.
+                raw_cpu_ms = 1000 * min(args.actors, os.cpu_count()) / raw_rate * envs
+                floor_ms = floor["client_cpu_ms"] + floor["server_cpu_ms"]
+                print(json.dumps({"benchmark": "grpc_floor", "envs_per_actor": envs, **floor,
+                                  "raw_cpu_ms_per_message": raw_cpu_ms,
+                                  "ceiling_ratio": raw_cpu_ms / (raw_cpu_ms + floor_ms)}), flush=True)
+            for name, groups, _ in turns[1:]:
+                rate = rates[(name, groups)][-1]
+                record = {"benchmark": name, "actors": args.actors, "envs_per_actor": envs,
+                          "env_groups": groups, "round": round_, "agent_steps_per_s": rate,
+                          "ratio_to_raw": rate / raw_rate}
+                if name == "transport":
+                    record["ratio_to_grpc_only"] = rate / rates[("grpc_only", groups)][-1]
+                print(json.dumps(record), flush=True)
+        raws = rates[("raw", 0)]
+        for groups in args.env_groups:
+            ratios = [r / raw for r, raw in zip(rates[("transport", groups)], raws)]
+            grpc_only = [r / raw for r, raw in zip(rates[("grpc_only", groups)], raws)]
+            print(json.dumps({"benchmark": "transport_summary", "actors": args.actors, "envs_per_actor": envs,
+                              "env_groups": groups, "rounds": args.rounds,
+                              "raw_agent_steps_per_s_median": statistics.median(raws),
+                              "ratio_to_raw_median": statistics.median(ratios),
+                              "ratio_of_means": statistics.mean(rates[("transport", groups)]) / statistics.mean(raws),
+                              "ratio_to_raw_min": min(ratios), "ratio_to_raw_max": max(ratios),
+                              "grpc_only_ratio_to_raw_median": statistics.median(grpc_only)}), flush=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--config", default="atari_vtrace.gin")
@@ -213,55 +266,7 @@ def main() -> int:
     if args.seconds <= 0 or args.settle_seconds < 0 or args.warmup_seconds <= 0:
         parser.error("--seconds and --warmup_seconds must be positive, --settle_seconds not negative")
     for envs in args.envs:
-        with tempfile.TemporaryDirectory(prefix="seed_transport_") as workdir, contextlib.ExitStack() as running:
-            raw, observation_bytes = start_raw(args.config, args.actors, envs, workdir, args.gin_bindings)
-            running.callback(raw.close)
-            raw.signal(signal.SIGSTOP)
-            floor = grpc_floor.measure(envs * observation_bytes)  # with every other group stopped
-            learners = []
-            for groups in args.env_groups:
-                for start in (start_grpc_only, start_system):
-                    group = start(args.config, args.actors, envs, groups, args.gin_bindings)
-                    running.callback(group.close)
-                    group.signal(signal.SIGSTOP)
-                    learners.append((groups, group))
-            for group in [raw] + [group for _, group in learners]:
-                window_rate(group, args.warmup_seconds, 0.0)  # not counted: caches, connections, JIT of numpy paths
-            rates = {}  # (group name, env_groups) -> env steps/s per round
-            turns = [("raw", 0, raw)] + [(group.name, groups, group) for groups, group in learners]
-            for round_ in range(args.rounds):
-                # Each round starts with another group, so none is always the one measured first.
-                for name, groups, group in turns[round_ % len(turns):] + turns[:round_ % len(turns)]:
-                    rates.setdefault((name, groups), []).append(window_rate(group, args.seconds, args.settle_seconds))
-                raw_rate = rates[("raw", 0)][-1]
-                print(json.dumps({"benchmark": "raw_env_stepping", "actors": args.actors, "envs_per_actor": envs,
-                                  "round": round_, "agent_steps_per_s": raw_rate}), flush=True)
-                if round_ == 0:
-                    # Raw stepping keeps min(actors, cores) cores busy; this is its CPU per actor message.
-                    raw_cpu_ms = 1000 * min(args.actors, os.cpu_count()) / raw_rate * envs
-                    floor_ms = floor["client_cpu_ms"] + floor["server_cpu_ms"]
-                    print(json.dumps({"benchmark": "grpc_floor", "envs_per_actor": envs, **floor,
-                                      "raw_cpu_ms_per_message": raw_cpu_ms,
-                                      "ceiling_ratio": raw_cpu_ms / (raw_cpu_ms + floor_ms)}), flush=True)
-                for name, groups, _ in turns[1:]:
-                    rate = rates[(name, groups)][-1]
-                    record = {"benchmark": name, "actors": args.actors, "envs_per_actor": envs,
-                              "env_groups": groups, "round": round_, "agent_steps_per_s": rate,
-                              "ratio_to_raw": rate / raw_rate}
-                    if name == "transport":
-                        record["ratio_to_grpc_only"] = rate / rates[("grpc_only", groups)][-1]
-                    print(json.dumps(record), flush=True)
-            raws = rates[("raw", 0)]
-            for groups in args.env_groups:
-                ratios = [r / raw for r, raw in zip(rates[("transport", groups)], raws)]
-                grpc_only = [r / raw for r, raw in zip(rates[("grpc_only", groups)], raws)]
-                print(json.dumps({"benchmark": "transport_summary", "actors": args.actors, "envs_per_actor": envs,
-                                  "env_groups": groups, "rounds": args.rounds,
-                                  "raw_agent_steps_per_s_median": statistics.median(raws),
-                                  "ratio_to_raw_median": statistics.median(ratios),
-                                  "ratio_of_means": statistics.mean(rates[("transport", groups)]) / statistics.mean(raws),
-                                  "ratio_to_raw_min": min(ratios), "ratio_to_raw_max": max(ratios),
-                                  "grpc_only_ratio_to_raw_median": statistics.median(grpc_only)}), flush=True)
+        measure(args, envs)
     return 0
 
 
