@@ -242,6 +242,11 @@ def measure(args: argparse.Namespace, envs: int) -> None:
                               "raw_agent_steps_per_s_median": statistics.median(raws),
                               "ratio_to_raw_median": statistics.median(ratios),
                               "ratio_of_means": statistics.mean(rates[("transport", groups)]) / statistics.mean(raws),
+                              "ratio_to_raw_mean": statistics.mean(ratios),
+                              # How far the mean of the per-round ratios may be off (one standard error):
+                              # what tells a run's figure from the host's noise.
+                              "ratio_to_raw_sem": (statistics.stdev(ratios) / len(ratios) ** 0.5
+                                                   if len(ratios) > 1 else None),
                               "ratio_to_raw_min": min(ratios), "ratio_to_raw_max": max(ratios),
                               "grpc_only_ratio_to_raw_median": statistics.median(grpc_only)}), flush=True)
 

@@ -4,6 +4,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from tests.processes import REPO_ROOT, child_env
 
 
@@ -36,6 +38,9 @@ def test_transport_benchmark_reports_raw_floor_grpc_only_and_system_per_round_an
     ratios = sorted(r["ratio_to_raw"] for r in rounds["transport"])
     assert (summary["ratio_to_raw_min"], summary["ratio_to_raw_max"]) == (ratios[0], ratios[-1])
     assert summary["ratio_to_raw_median"] == sum(ratios) / 2
+    assert summary["ratio_to_raw_mean"] == pytest.approx(sum(ratios) / 2)
+    # Two rounds: the sample standard deviation is |a - b| / sqrt(2), its standard error |a - b| / 2.
+    assert summary["ratio_to_raw_sem"] == pytest.approx((ratios[1] - ratios[0]) / 2)
 
 
 def test_transport_benchmark_refuses_zero_rounds():
