@@ -25,7 +25,8 @@ every ratio is over the raw rate of its own round, measured seconds apart.
 This host's speed drifts by more than 10 % within minutes, so measurements taken
 one after the other, with minutes of process start-up between them, compared
 host speeds as much as transports. A `transport_summary` line gives the
-medians over the rounds. Prints JSON lines; the ratios are what to compare
+medians over the rounds, the ratio of mean rates, and the mean per-round ratio
+with its standard error. Prints JSON lines; the ratios are what to compare
 across machines.
 """
 import argparse
