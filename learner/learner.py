@@ -7,7 +7,7 @@ import logging
 import os
 import threading
 import time
-from typing import Dict, Optional
+from typing import Dict, Optional, Tuple
 
 import gin
 import numpy as np
@@ -97,11 +97,29 @@ class EpisodeLog:
         self._file.flush()
 
 
+class RateWindow:
+    """The span and counter changes a progress line's rates are taken over: since the last
+    report, or since the one before when that is under `min_span_s` (the last line at
+    shutdown comes early, and a rate over a fraction of a second is mostly noise)."""
+
+    def __init__(self, min_span_s: float, now: float, counts: Tuple[int, ...]):
+        self.min_span_s = min_span_s
+        self._points = collections.deque([(now, counts)], maxlen=2)  # the last two reports
+
+    def advance(self, now: float, counts: Tuple[int, ...]) -> Tuple[float, Tuple[int, ...]]:
+        start_time, start_counts = self._points[-1]
+        if now - start_time < self.min_span_s and len(self._points) == 2:
+            start_time, start_counts = self._points[0]
+        self._points.append((now, counts))
+        return max(now - start_time, 1e-9), tuple(c - s for c, s in zip(counts, start_counts))
+
+
 class Progress:
     """The progress line, LOGDIR/progress.jsonl, LOGDIR/episodes.csv and TensorBoard scalars."""
 
     def __init__(self, logdir: str, pipeline: InferencePipeline, batcher: InferenceBatcher,
-                 training: TrainingLoop, servicer: LearnerServicer, frames_per_step: int):
+                 training: TrainingLoop, servicer: LearnerServicer, frames_per_step: int,
+                 interval_s: float):
         self.writer = tf.summary.create_file_writer(os.path.join(logdir, "summaries"))
         self.episodes_csv = EpisodeLog(os.path.join(logdir, "episodes.csv"))
         self.jsonl = open(os.path.join(logdir, "progress.jsonl"), "a")
@@ -110,17 +128,16 @@ class Progress:
         self.returns = collections.deque(maxlen=100)
         self.evaluation_returns = collections.deque(maxlen=100)
         self.num_episodes = 0
-        self._last = (time.monotonic(), int(training.frames.numpy()), 0, 0)
+        self._window = RateWindow(interval_s / 2, time.monotonic(), (int(training.frames.numpy()), 0, 0))
 
     def report(self) -> str:
         """Writes every output once and returns the progress line."""
-        now, frames = time.monotonic(), int(self.training.frames.numpy())
-        last_time, last_frames, last_batches, last_envs = self._last
-        batches, batched = self.batcher.num_batches, self.batcher.num_batched_envs
-        self._last = (now, frames, batches, batched)
+        frames = int(self.training.frames.numpy())
+        span_s, (new_frames, new_batches, new_batched) = self._window.advance(
+            time.monotonic(), (frames, self.batcher.num_batches, self.batcher.num_batched_envs))
         record = {"time": time.time(), "frames": frames,
-                  "frames_per_second": (frames - last_frames) / max(now - last_time, 1e-9),
-                  "inference_batch_size": (batched - last_envs) / max(batches - last_batches, 1),
+                  "frames_per_second": new_frames / span_s,
+                  "inference_batch_size": new_batched / max(new_batches, 1),
                   "updates": self.training.num_updates, "skipped_updates": self.training.num_skipped_updates,
                   "env_frames": self.pipeline.env_steps * self.frames_per_step,
                   **self.agent.data_metrics(), **self.servicer.counters(),
@@ -238,7 +255,8 @@ def run_learner(logdir: str, address: str, stop: threading.Event, *, agent=VTrac
     training = TrainingLoop(agent, checkpointer, frames, total_environment_frames, checkpoint_interval_s, stop,
                             max_consecutive_skipped_updates)
     servicer = LearnerServicer(spec, batcher, slots, auth_token)
-    progress = Progress(logdir, pipeline, batcher, training, servicer, spec.frames_per_step)
+    progress = Progress(logdir, pipeline, batcher, training, servicer, spec.frames_per_step,
+                        progress_interval_s)
     save_operative_config(logdir, "learner")
 
     batcher.start()
