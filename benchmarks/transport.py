@@ -234,22 +234,25 @@ def measure(args: argparse.Namespace, envs: int) -> None:
                 if name == "transport":
                     record["ratio_to_grpc_only"] = rate / rates[("grpc_only", groups)][-1]
                 print(json.dumps(record), flush=True)
-        raws = rates[("raw", 0)]
         for groups in args.env_groups:
-            ratios = [r / raw for r, raw in zip(rates[("transport", groups)], raws)]
-            grpc_only = [r / raw for r, raw in zip(rates[("grpc_only", groups)], raws)]
             print(json.dumps({"benchmark": "transport_summary", "actors": args.actors, "envs_per_actor": envs,
                               "env_groups": groups, "rounds": args.rounds,
-                              "raw_agent_steps_per_s_median": statistics.median(raws),
-                              "ratio_to_raw_median": statistics.median(ratios),
-                              "ratio_of_means": statistics.mean(rates[("transport", groups)]) / statistics.mean(raws),
-                              "ratio_to_raw_mean": statistics.mean(ratios),
-                              # How far the mean of the per-round ratios may be off (one standard error):
-                              # what tells a run's figure from the host's noise.
-                              "ratio_to_raw_sem": (statistics.stdev(ratios) / len(ratios) ** 0.5
-                                                   if len(ratios) > 1 else None),
-                              "ratio_to_raw_min": min(ratios), "ratio_to_raw_max": max(ratios),
-                              "grpc_only_ratio_to_raw_median": statistics.median(grpc_only)}), flush=True)
+                              **transport_summary(rates[("raw", 0)], rates[("grpc_only", groups)],
+                                                  rates[("transport", groups)])}), flush=True)
+
+
+def transport_summary(raw: List[float], grpc_only: List[float], transport: List[float]) -> dict:
+    """Statistics over the rounds of one env-group setting, from each group's env steps/s per round."""
+    ratios = [t / r for t, r in zip(transport, raw)]
+    return {"raw_agent_steps_per_s_median": statistics.median(raw),
+            "ratio_to_raw_median": statistics.median(ratios),
+            "ratio_of_means": statistics.mean(transport) / statistics.mean(raw),
+            "ratio_to_raw_mean": statistics.mean(ratios),
+            # How far the mean of the per-round ratios may be off (one standard error):
+            # what tells a run's figure from the host's noise.
+            "ratio_to_raw_sem": statistics.stdev(ratios) / len(ratios) ** 0.5 if len(ratios) > 1 else None,
+            "ratio_to_raw_min": min(ratios), "ratio_to_raw_max": max(ratios),
+            "grpc_only_ratio_to_raw_median": statistics.median(g / r for g, r in zip(grpc_only, raw))}
 
 
 def main() -> int:
