@@ -12,9 +12,16 @@ from typing import List, Sequence
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
-def child_env():
+def child_env(temp_dir=None):
+    """The environment for a child process; with `temp_dir`, its temporary files go to
+    TEMP_DIR/tmp. TensorFlow writes autograph's generated sources to the temp directory and
+    removes them at exit, which a process a test kills never reaches: they would pile up in /tmp."""
     env = dict(os.environ, PYTHONUNBUFFERED="1", TF_CPP_MIN_LOG_LEVEL="3")
     env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    if temp_dir is not None:
+        path = pathlib.Path(temp_dir) / "tmp"
+        path.mkdir(exist_ok=True)
+        env["TMPDIR"] = str(path)
     return env
 
 
@@ -25,7 +32,7 @@ def start_learner(logdir, config: str, bindings: Sequence[str] = (), address="12
     for binding in bindings:
         args += ["--gin_bindings", binding]
     return subprocess.Popen(args, stdout=open(os.path.join(logdir, "learner.stdout"), "ab"),
-                            stderr=subprocess.STDOUT, env=child_env(), cwd=REPO_ROOT)
+                            stderr=subprocess.STDOUT, env=child_env(logdir), cwd=REPO_ROOT)
 
 
 def wait_for_address(logdir, learner: subprocess.Popen, timeout_s: float = 120.0) -> str:
