@@ -14,6 +14,7 @@ import argparse
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -113,22 +114,26 @@ def commands(args, spec_path: str):
 def main(argv=None) -> int:
     args = parse_args(argv)
     spec = job_spec(args)
-    spec_path = os.path.join(tempfile.mkdtemp(prefix="seed_vertex_"), "job.json")
+    spec_dir = tempfile.mkdtemp(prefix="seed_vertex_")
+    spec_path = os.path.join(spec_dir, "job.json")
     with open(spec_path, "w") as f:
         json.dump(spec, f, indent=2)
     todo = commands(args, spec_path)
-    if args.dry_run:
+    if args.dry_run:  # the spec file stays: the printed commands refer to it
         for command in todo:
             print("$ " + shlex.join(command))
         print(f"# job spec ({spec_path}):")
         print(json.dumps(spec, indent=2))
         return 0
-    for command in todo:
-        print("$ " + shlex.join(command), flush=True)
-        code = subprocess.call(command, cwd=REPO)
-        if code:
-            print(f"submit.py: `{command[0]} {command[1]}` failed with exit code {code}", file=sys.stderr)
-            return code
+    try:
+        for command in todo:
+            print("$ " + shlex.join(command), flush=True)
+            code = subprocess.call(command, cwd=REPO)
+            if code:
+                print(f"submit.py: `{command[0]} {command[1]}` failed with exit code {code}", file=sys.stderr)
+                return code
+    finally:
+        shutil.rmtree(spec_dir, ignore_errors=True)
     print(f"submitted; logs: gcloud ai custom-jobs stream-logs JOB_ID --region={args.region}; "
           f"TensorBoard: tensorboard --logdir {args.output}")
     return 0

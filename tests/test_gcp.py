@@ -1,6 +1,7 @@
 """gcp/submit.py up to the boundary we cannot cross here (a GCP project):
 the exact commands and the Vertex AI job spec that --dry_run prints."""
 import json
+import os
 import subprocess
 import sys
 
@@ -18,6 +19,12 @@ gin_setup.parse([args[i + 1] for i, a in enumerate(args) if a == "--gin_config"]
                 [args[i + 1] for i, a in enumerate(args) if a == "--gin_bindings"])
 print("parsed")
 """
+
+
+@pytest.fixture(autouse=True)
+def _spec_files_in_tmp_path(tmp_path, monkeypatch):
+    """A dry run keeps its job spec file for the printed command; keep it out of /tmp."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
 
 
 def dry_run(*args):
@@ -85,3 +92,49 @@ def test_output_must_be_cloud_storage():
     result = subprocess.run([sys.executable, "gcp/submit.py", "--project", "p", "--output", "/tmp/x", "--dry_run"],
                             cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and "--output must be a gs:// path" in result.stderr
+
+
+# Stands in for gcloud and docker on PATH (no GCP project here): logs its command line, keeps a copy
+# of the job spec it was given and fails when its arguments contain FAKE_FAIL.
+FAKE_CLOUD_TOOL = """#!/bin/sh
+echo "$(basename "$0") $*" >> "$FAKE_DIR/calls"
+for arg in "$@"; do
+  case "$arg" in --config=*) cp "${arg#--config=}" "$FAKE_DIR/spec.json" ;; esac
+done
+if [ -n "$FAKE_FAIL" ]; then
+  case " $* " in *" $FAKE_FAIL "*) exit 3 ;; esac
+fi
+"""
+
+
+def submit_with_fake_tools(tmp_path, fail=""):
+    fake_dir = tmp_path / "fake"
+    fake_dir.mkdir()
+    for tool in ("gcloud", "docker"):
+        (fake_dir / tool).write_text(FAKE_CLOUD_TOOL)
+        (fake_dir / tool).chmod(0o755)
+    env = dict(os.environ, PATH=f"{fake_dir}{os.pathsep}{os.environ['PATH']}", FAKE_DIR=str(fake_dir), FAKE_FAIL=fail)
+    result = subprocess.run([sys.executable, "gcp/submit.py", "--project", "my-project", "--region", "europe-west4",
+                             "--output", "gs://bucket/seed/run", "--tag", "t1"],
+                            cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=60)
+    calls = (fake_dir / "calls").read_text().splitlines() if (fake_dir / "calls").exists() else []
+    return result, calls, fake_dir
+
+
+def test_submit_runs_the_printed_commands_in_order_and_removes_its_spec_file(tmp_path):
+    result, calls, fake_dir = submit_with_fake_tools(tmp_path)
+    assert result.returncode == 0, result.stderr
+    printed = [line[2:] for line in result.stdout.splitlines() if line.startswith("$ ")]
+    assert calls == printed and len(calls) == 6  # configure-docker, build + push of both images, create
+    assert calls[-1].startswith("gcloud ai custom-jobs create")
+    spec = json.loads((fake_dir / "spec.json").read_text())  # what gcloud was given
+    assert [pool["replicaCount"] for pool in spec["workerPoolSpecs"]] == [1, 4]
+    assert not list(tmp_path.glob("seed_vertex_*")), "the job spec's temporary directory was left behind"
+
+
+def test_submit_stops_at_the_first_failing_command(tmp_path):
+    result, calls, _ = submit_with_fake_tools(tmp_path, fail="push")
+    assert result.returncode == 3
+    assert "`docker push` failed with exit code 3" in result.stderr
+    assert calls[-1].startswith("docker push") and not any(c.startswith("gcloud ai") for c in calls)
+    assert not list(tmp_path.glob("seed_vertex_*"))
