@@ -50,9 +50,15 @@ def read_jsonl(path: str) -> list:
 
 def run(config: str, actors: int, envs: int, warmup_frames: int, frames: int, memory_minutes: float,
         bindings, timeout_s: float) -> dict:
-    """Trains and returns the timed window's measurements."""
+    """Trains in a run directory removed afterwards and returns the timed window's measurements."""
+    with tempfile.TemporaryDirectory(prefix="seed_end_to_end_") as logdir:
+        return _train_and_measure(logdir, config, actors, envs, warmup_frames, frames, memory_minutes, bindings,
+                                  timeout_s)
+
+
+def _train_and_measure(logdir: str, config: str, actors: int, envs: int, warmup_frames: int, frames: int,
+                       memory_minutes: float, bindings, timeout_s: float) -> dict:
     from tests import processes
-    logdir = tempfile.mkdtemp(prefix="seed_end_to_end_")
     learner = processes.start_learner(logdir, config, ["run_learner.progress_interval_s=2",
                                                        "run_learner.checkpoint_interval_s=1e9", *bindings])
     running = [learner]

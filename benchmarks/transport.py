@@ -126,8 +126,8 @@ def _actor_bindings(envs: int, groups: int, bindings=()):
     return [f"run_actor.num_envs={envs}", f"run_actor.num_env_groups={groups}", *bindings]
 
 
-def start_grpc_only(config: str, actors: int, envs: int, groups: int, bindings=()) -> Group:
-    logdir = tempfile.mkdtemp(prefix="seed_transport_")
+def start_grpc_only(config: str, actors: int, envs: int, groups: int, workdir: str, bindings=()) -> Group:
+    logdir = tempfile.mkdtemp(prefix="grpc_only_", dir=workdir)
     learner = grpc_floor.AnsweringLearner()
     procs = []
 
@@ -150,9 +150,9 @@ def start_grpc_only(config: str, actors: int, envs: int, groups: int, bindings=(
     return Group("grpc_only", [learner.process, *procs], count, close)
 
 
-def start_system(config: str, actors: int, envs: int, groups: int, bindings=(),
+def start_system(config: str, actors: int, envs: int, groups: int, workdir: str, bindings=(),
                  progress_interval_s: float = 0.5) -> Group:
-    logdir = tempfile.mkdtemp(prefix="seed_transport_")
+    logdir = tempfile.mkdtemp(prefix="transport_", dir=workdir)
     learner = processes.start_learner(logdir, config, ["run_learner.agent=@FixedActionAgent",
                                                        f"run_learner.progress_interval_s={progress_interval_s}",
                                                        *bindings])
@@ -204,7 +204,7 @@ def measure(args: argparse.Namespace, envs: int) -> None:
         learners = []
         for groups in args.env_groups:
             for start in (start_grpc_only, start_system):
-                group = start(args.config, args.actors, envs, groups, args.gin_bindings)
+                group = start(args.config, args.actors, envs, groups, workdir, args.gin_bindings)
                 running.callback(group.close)
                 group.signal(signal.SIGSTOP)
                 learners.append((groups, group))
