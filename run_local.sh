@@ -107,6 +107,8 @@ if [[ -z "$LOGDIR" ]]; then
     LOGDIR="$PREFIX$(date +%Y%m%d_%H%M%S)"
   fi
 fi
+FRESH=0
+[[ -e "$LOGDIR" ]] || FRESH=1
 mkdir -p "$LOGDIR/logs"
 rm -f "$LOGDIR/learner_address"
 echo "run_local.sh: run directory $LOGDIR; tensorboard --logdir $LOGDIR" >&2
@@ -128,12 +130,25 @@ stop_all() {
 }
 trap 'stop_all; exit 130' INT TERM
 
+# The learner exited before it listened (bad settings; its error is on stderr). A run directory
+# made for this attempt holds only its logs: remove it, or the next plain run would resume it
+# instead of the last run that trained.
+failed_at_start() {
+  local code=0
+  wait "$LEARNER" || code=$?
+  if [[ $FRESH == 1 ]]; then
+    rm -rf "$LOGDIR"
+    echo "run_local.sh: removed $LOGDIR (the learner did not start)" >&2
+  fi
+  exit $(( code == 0 ? 1 : code ))
+}
+
 "$PY" -m learner --logdir "$LOGDIR" --address 127.0.0.1:0 "${GIN_ARGS[@]}" &
 LEARNER=$!
 PIDS+=("$LEARNER")
 for _ in $(seq 1200); do
   [[ -f "$LOGDIR/learner_address" ]] && break
-  kill -0 "$LEARNER" 2>/dev/null || { wait "$LEARNER" || exit $?; exit 1; }
+  kill -0 "$LEARNER" 2>/dev/null || failed_at_start
   sleep 0.1
 done
 [[ -f "$LOGDIR/learner_address" ]] || { stop_all; die "learner did not start listening within 120 s"; }

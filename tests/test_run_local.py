@@ -74,3 +74,20 @@ def test_bad_arguments_fail_with_a_one_line_reason():
     result = subprocess.run(["./run_local.sh", "atari", "vtrace", "four", "1"], cwd=REPO_ROOT,
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and "NUM_ACTORS must be a positive integer" in result.stderr
+
+
+def test_a_failed_start_leaves_no_new_run_directory_and_keeps_an_existing_one(tmp_path):
+    """Otherwise the next plain command would resume the failed attempt, not the last run that trained."""
+    runs = REPO_ROOT / "runs"
+    before = set(runs.glob("CartPole-v1_vtrace_*"))
+    bad = ["--gin_bindings", "run_actor.num_envz=3"]
+    result = subprocess.run(["./run_local.sh", "classic", "vtrace", "1", "1", "--new", *bad], cwd=REPO_ROOT,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1 and "doesn't have a parameter named 'num_envz'" in result.stderr
+    assert set(runs.glob("CartPole-v1_vtrace_*")) == before
+    assert "run_local.sh: removed runs/CartPole-v1_vtrace_" in result.stderr
+
+    (tmp_path / "kept").write_text("an earlier run's file")
+    result = subprocess.run(["./run_local.sh", "classic", "vtrace", "1", "1", "--logdir", str(tmp_path), *bad],
+                            cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1 and (tmp_path / "kept").exists()
