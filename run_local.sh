@@ -9,7 +9,8 @@
 #
 # Options:
 #   --game NAME          Atari game (default Pong) or gymnasium env id (default CartPole-v1)
-#   --logdir DIR         run directory; default: resume the newest runs/<game>_<agent>_* or start one
+#   --logdir DIR         run directory; default: resume the newest runs/<game>_<agent>_* with a
+#                        checkpoint (else the newest), or start one
 #   --new                start a new run directory instead of resuming the newest
 #   --gin_config FILE    extra gin file, applied after seed/configs/<ENV>_<AGENT>.gin (repeatable)
 #   --gin_bindings B     gin binding for both roles (repeatable)
@@ -22,7 +23,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
+usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit "${1:-2}"; }  # the header
 die() { echo "run_local.sh: $*" >&2; exit 2; }
 
 [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]] && usage 0
@@ -99,10 +100,19 @@ fi
 # --- run directory: resume the newest matching one unless told otherwise
 if [[ -z "$LOGDIR" ]]; then
   PREFIX="runs/${GAME}_${AGENT}_"
-  LATEST=$(ls -d "$PREFIX"* 2>/dev/null | sort | tail -n 1 || true)
+  # The newest run with a checkpoint, else the newest: a start stopped before its first
+  # checkpoint must not hide the run that trained.
+  NEWEST="" LATEST=""
+  while IFS= read -r dir; do
+    NEWEST=${NEWEST:-$dir}
+    if [[ -f "$dir/checkpoints/checkpoint" ]]; then LATEST=$dir; break; fi
+  done < <(ls -d "$PREFIX"* 2>/dev/null | sort -r)
+  LATEST=${LATEST:-$NEWEST}
   if [[ $NEW == 0 && -n "$LATEST" ]]; then
     LOGDIR=$LATEST
-    echo "run_local.sh: resuming $LOGDIR (--new starts a fresh run)" >&2
+    SKIPPED=""
+    [[ "$LATEST" != "$NEWEST" ]] && SKIPPED="; $NEWEST is newer but has no checkpoint"
+    echo "run_local.sh: resuming $LOGDIR (--new starts a fresh run$SKIPPED)" >&2
   else
     LOGDIR="$PREFIX$(date +%Y%m%d_%H%M%S)"
   fi

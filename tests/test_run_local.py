@@ -1,6 +1,7 @@
 """./run_local.sh as a user runs it: start, Ctrl-C, and the same command again."""
 import os
 import queue
+import shutil
 import signal
 import subprocess
 import threading
@@ -91,3 +92,22 @@ def test_a_failed_start_leaves_no_new_run_directory_and_keeps_an_existing_one(tm
     result = subprocess.run(["./run_local.sh", "classic", "vtrace", "1", "1", "--logdir", str(tmp_path), *bad],
                             cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 1 and (tmp_path / "kept").exists()
+
+
+def test_the_plain_command_resumes_the_newest_run_with_a_checkpoint():
+    """A newer directory without one (a start stopped early) does not hide the run that trained."""
+    runs = REPO_ROOT / "runs"
+    trained, newer = runs / "SeedNoSuchEnv-v0_vtrace_20000101_000000", runs / "SeedNoSuchEnv-v0_vtrace_20000102_000000"
+    try:
+        (trained / "checkpoints").mkdir(parents=True)
+        (trained / "checkpoints" / "checkpoint").write_text("")
+        (newer / "logs").mkdir(parents=True)
+        # The env id does not exist, so the learner stops at start, after the choice is made.
+        result = subprocess.run(["./run_local.sh", "classic", "vtrace", "1", "1", "--game", "SeedNoSuchEnv-v0"],
+                                cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+        assert (f"resuming runs/{trained.name} (--new starts a fresh run; runs/{newer.name} is newer but has "
+                "no checkpoint)") in result.stderr, result.stderr
+        assert result.returncode != 0 and trained.exists()
+    finally:
+        shutil.rmtree(trained, ignore_errors=True)
+        shutil.rmtree(newer, ignore_errors=True)
