@@ -141,8 +141,8 @@ stop_all() {
 trap 'stop_all; exit 130' INT TERM
 
 # The learner exited before it listened (bad settings; its error is on stderr). A run directory
-# made for this attempt holds only its logs: remove it, or the next plain run would resume it
-# instead of the last run that trained.
+# made for this attempt holds only its logs, which repeat that error: remove it, so runs/ keeps
+# only runs that ran.
 failed_at_start() {
   local code=0
   wait "$LEARNER" || code=$?

@@ -27,9 +27,12 @@ def _spec_files_in_tmp_path(tmp_path, monkeypatch):
     monkeypatch.setenv("TMPDIR", str(tmp_path))
 
 
+SUBMIT = [sys.executable, "gcp/submit.py", "--project", "my-project", "--region", "europe-west4",
+          "--output", "gs://bucket/seed/run", "--tag", "t1"]
+
+
 def dry_run(*args):
-    result = subprocess.run([sys.executable, "gcp/submit.py", "--project", "my-project", "--region", "europe-west4",
-                             "--output", "gs://bucket/seed/run", "--tag", "t1", "--dry_run", *args],
+    result = subprocess.run([*SUBMIT, "--dry_run", *args],
                             cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
     return result
 
@@ -114,9 +117,7 @@ def submit_with_fake_tools(tmp_path, fail=""):
         (fake_dir / tool).write_text(FAKE_CLOUD_TOOL)
         (fake_dir / tool).chmod(0o755)
     env = dict(os.environ, PATH=f"{fake_dir}{os.pathsep}{os.environ['PATH']}", FAKE_DIR=str(fake_dir), FAKE_FAIL=fail)
-    result = subprocess.run([sys.executable, "gcp/submit.py", "--project", "my-project", "--region", "europe-west4",
-                             "--output", "gs://bucket/seed/run", "--tag", "t1"],
-                            cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=60)
+    result = subprocess.run(SUBMIT, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=60)
     calls = (fake_dir / "calls").read_text().splitlines() if (fake_dir / "calls").exists() else []
     return result, calls, fake_dir
 

@@ -78,7 +78,7 @@ def test_bad_arguments_fail_with_a_one_line_reason():
 
 
 def test_a_failed_start_leaves_no_new_run_directory_and_keeps_an_existing_one(tmp_path):
-    """Otherwise the next plain command would resume the failed attempt, not the last run that trained."""
+    """A typo leaves nothing in runs/, and never touches a directory that was there before."""
     runs = REPO_ROOT / "runs"
     before = set(runs.glob("CartPole-v1_vtrace_*"))
     bad = ["--gin_bindings", "run_actor.num_envz=3"]
