@@ -36,6 +36,28 @@ def test_frame_limit_is_truncation_then_next_step_autoreset():
     e.close()
 
 
+def test_one_frame_per_step_is_the_current_frame_not_a_frozen_one():
+    """SEED RL's Atari preprocessing with num_action_repeats=1 max-pooled every frame with a buffer
+    it never refreshed, the episode's first frame. Here frame_skip=1 gives the current frame."""
+    def play(max_pool: bool) -> np.ndarray:
+        e = envs.create_atari_envs(1, game="Pong", frame_skip=1, max_pool=max_pool, noop_max=0)
+        try:
+            assert e.spec.frames_per_step == 1
+            frames = [e.reset(seed=3)[0]]
+            rng = np.random.default_rng(0)
+            for _ in range(200):
+                frames.append(e.step(rng.integers(0, e.spec.num_actions, 1))[0][0])
+            return np.stack(frames)
+        finally:
+            e.close()
+
+    pooled, unpooled = play(max_pool=True), play(max_pool=False)
+    np.testing.assert_array_equal(pooled, unpooled)
+    # Pooled with a frozen first frame, every pixel would stay at least as bright as it began.
+    assert any((frame < pooled[0]).any() for frame in pooled[1:])
+    assert sum((pooled[t] != pooled[t - 1]).any() for t in range(1, len(pooled))) > 100
+
+
 def test_rewards_are_unclipped():
     e = envs.create_atari_envs(2, game="SpaceInvaders")
     e.reset(seed=1)
