@@ -27,7 +27,13 @@ def parse_args(argv):
                         help="record the first env's first episode, as the agent sees it (image envs; needs "
                              "the `video` extra: pip install seed[video])")
     add_gin_flags(parser)
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    for name in ("episodes", "num_envs"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name} must be at least 1, got {getattr(args, name)}")
+    if not 0.0 <= args.epsilon <= 1.0:
+        parser.error(f"--epsilon must be between 0 and 1, got {args.epsilon}")
+    return args
 
 
 def evaluate(network, envs, num_stacked_frames: int, episodes: int, epsilon: float, seed: int, recorder=None):

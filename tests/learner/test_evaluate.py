@@ -3,6 +3,7 @@ import shutil
 import subprocess
 import sys
 
+import pytest
 import tensorflow as tf
 
 from seed.gin_setup import CONFIG_DIR
@@ -30,6 +31,18 @@ def test_seed_eval_without_a_run_directory_says_so(tmp_path):
     result = subprocess.run([sys.executable, "-m", "learner.evaluate", "--logdir", str(tmp_path)],
                             capture_output=True, text=True, cwd=REPO_ROOT, timeout=300)
     assert result.returncode == 2 and "no operative config" in result.stderr
+
+
+@pytest.mark.parametrize("flag, value, reason", [("--episodes", "0", "--episodes must be at least 1, got 0"),
+                                                  ("--num_envs", "-2", "--num_envs must be at least 1, got -2"),
+                                                  ("--episodes", "ten", "argument --episodes: invalid int value"),
+                                                  ("--epsilon", "1.5", "--epsilon must be between 0 and 1, got 1.5"),
+                                                  ("--epsilon", "nan", "--epsilon must be between 0 and 1, got nan")])
+def test_seed_eval_refuses_bad_flag_values_in_one_line(tmp_path, flag, value, reason):
+    result = subprocess.run([sys.executable, "-m", "learner.evaluate", "--logdir", str(tmp_path), flag, value],
+                            capture_output=True, text=True, cwd=REPO_ROOT, timeout=300)
+    assert result.returncode == 2
+    assert reason in result.stderr.splitlines()[-1]
 
 
 def test_seed_eval_records_an_episode_to_video(tmp_path):
