@@ -8,6 +8,7 @@ process.use_polling_thread_io()  # before anything imports grpc
 
 
 def parse_args(argv):
+    from seed.addresses import address_problem
     from seed.gin_setup import add_gin_flags
     parser = argparse.ArgumentParser(prog="seed-actor", description=__doc__)
     add_gin_flags(parser)
@@ -15,7 +16,13 @@ def parse_args(argv):
     parser.add_argument("--actor_index", type=int, default=0,
                         help="this actor's number; names it and seeds its envs")
     parser.add_argument("--logdir", default=None, help="run directory; logs go to LOGDIR/logs/actor_N.log")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    problem = address_problem(args.learner_address, port_0_ok=False)
+    if problem:
+        parser.error(f"--learner_address {problem}")
+    if args.actor_index < 0:
+        parser.error(f"--actor_index must be 0 or more, got {args.actor_index}")
+    return args
 
 
 def main(argv=None) -> int:

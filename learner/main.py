@@ -13,6 +13,7 @@ process.use_polling_thread_io()
 
 
 def parse_args(argv):
+    from seed.addresses import address_problem
     from seed.gin_setup import add_gin_flags
     parser = argparse.ArgumentParser(prog="seed-learner", description=__doc__)
     add_gin_flags(parser)
@@ -22,7 +23,11 @@ def parse_args(argv):
     parser.add_argument("--address", default="127.0.0.1:8686",
                         help="host:port to listen on (default loopback only; 0.0.0.0:PORT to serve "
                              "actors on other machines)")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    problem = address_problem(args.address, port_0_ok=True)
+    if problem:
+        parser.error(f"--address {problem}")
+    return args
 
 
 def main(argv=None) -> int:

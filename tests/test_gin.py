@@ -89,3 +89,14 @@ def test_unwritable_run_directory_is_a_clear_error_at_start(tmp_path):
     result = run_role("learner", "--gin_config", "classic_vtrace.gin", "--logdir", str(blocker / "run"))
     assert result.returncode != 0
     assert "is not writable" in result.stderr and "pick another with --logdir" in result.stderr
+
+
+@pytest.mark.parametrize("role, flag, value, reason", [
+    ("learner", "--address", "127.0.0.1:99999", "--address must be HOST:PORT with a port from 0 to 65535"),
+    ("actors", "--learner_address", "learner", "--learner_address must be HOST:PORT with a port from 1"),
+    ("actors", "--learner_address", "127.0.0.1:0", "--learner_address must be HOST:PORT with a port from 1"),
+    ("actors", "--actor_index", "-1", "--actor_index must be 0 or more, got -1")])
+def test_bad_address_or_index_flags_fail_at_once_in_one_line(role, flag, value, reason, tmp_path):
+    result = run_role(role, "--gin_config", "classic_vtrace.gin", "--logdir", str(tmp_path), flag, value)
+    assert result.returncode == 2
+    assert reason in result.stderr.splitlines()[-1]
