@@ -23,6 +23,7 @@ from seed import codec, seed_pb2_grpc
 from seed.auth import channel_credentials, read_auth_token
 from seed.envs import create_envs
 from seed.gin_setup import save_operative_config
+from seed.settings import require_positive
 
 log = logging.getLogger(__name__)
 
@@ -94,8 +95,9 @@ def run_actor(learner_address: str, actor_index: int, stop: threading.Event, log
     and learner share the cores (benchmarks/README.md); double buffering pays
     off where actors have cores of their own and the learner's answer is slow.
     """
-    if num_env_groups < 1:
-        raise ValueError(f"run_actor.num_env_groups must be at least 1, got {num_env_groups}")
+    require_positive("run_actor", num_envs=num_envs, num_env_groups=num_env_groups,
+                     reconnect_timeout_s=reconnect_timeout_s, max_backoff_s=max_backoff_s,
+                     max_message_bytes=max_message_bytes, progress_interval_s=progress_interval_s)
     num_env_groups = min(num_env_groups, num_envs)
     bounds = codec.env_group_bounds(num_envs, num_env_groups)
     groups = [create_envs(int(n)) for n in np.diff(bounds)]

@@ -1,5 +1,6 @@
 """`seed-actor`: the actor role's command line. Imports no TensorFlow."""
 import argparse
+import logging
 import sys
 
 from seed import process
@@ -32,11 +33,15 @@ def main(argv=None) -> int:
     if args.logdir:
         process.setup_logging(args.logdir, f"actor_{args.actor_index}")
     else:
-        import logging
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from actors.actor import run_actor
     gin_setup.parse(args.gin_config, args.gin_bindings, skip=gin_setup.LEARNER_CONFIGURABLES)
-    return run_actor(args.learner_address, args.actor_index, stop, args.logdir)
+    try:
+        return run_actor(args.learner_address, args.actor_index, stop, args.logdir)
+    except ValueError as e:  # bad settings found at start (env, ranges, auth): one line, not a traceback
+        logging.getLogger("actor").debug("start failed", exc_info=True)
+        print(f"seed-actor: error: {str(e).splitlines()[0]}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

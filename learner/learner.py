@@ -26,6 +26,7 @@ from seed import envs as seed_envs
 from seed.auth import read_auth_token, server_credentials
 from seed.gin_setup import save_operative_config
 from seed.rewards import check_reward_clipping
+from seed.settings import require_non_negative, require_positive
 
 log = logging.getLogger(__name__)
 
@@ -188,8 +189,7 @@ def format_progress(record, num_returns: int, data: str) -> str:
 
 
 def set_tf_threads(intra_op: int, inter_op: int) -> None:
-    if intra_op < 0 or inter_op < 0:
-        raise ValueError("run_learner.tf_intra_op_threads and tf_inter_op_threads must be >= 0 (0: all cores)")
+    require_non_negative("run_learner", tf_intra_op_threads=intra_op, tf_inter_op_threads=inter_op)  # 0: all cores
     try:
         if intra_op:
             tf.config.threading.set_intra_op_parallelism_threads(intra_op)
@@ -217,6 +217,13 @@ def run_learner(logdir: str, address: str, stop: threading.Event, *, agent=VTrac
     actors need cores of their own.
     """
     check_reward_clipping(reward_clipping)
+    require_positive("run_learner", inference_batch_size=inference_batch_size, num_stacked_frames=num_stacked_frames,
+                     max_env_slots=max_env_slots, max_actors=max_actors, max_message_bytes=max_message_bytes,
+                     checkpoint_interval_s=checkpoint_interval_s, progress_interval_s=progress_interval_s,
+                     max_consecutive_skipped_updates=max_consecutive_skipped_updates,
+                     actor_idle_timeout_s=actor_idle_timeout_s)
+    require_non_negative("run_learner", batch_timeout_ms=batch_timeout_ms,
+                         total_environment_frames=total_environment_frames)
     set_tf_threads(tf_intra_op_threads, tf_inter_op_threads)
     strategy = create_strategy()  # before any other TensorFlow op
     auth_token = read_auth_token(auth_token_env, auth_token_file)

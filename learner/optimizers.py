@@ -3,6 +3,8 @@ import gin
 import keras
 import tensorflow as tf
 
+from seed.settings import require_non_negative, require_positive
+
 OPTIMIZERS = ("adam", "rmsprop")
 LR_DECAYS = ("none", "linear", "polynomial")
 
@@ -13,6 +15,9 @@ def create_optimizer(num_training_steps: int, kind: str = "adam", learning_rate:
                      epsilon: float = 1e-8, rmsprop_rho: float = 0.99, rmsprop_momentum: float = 0.0):
     """Adam or RMSProp; the learning rate decays to `final_learning_rate` over the run's
     training steps (`linear`, or `polynomial` with `lr_decay_power`) or stays (`none`)."""
+    require_positive("create_optimizer", learning_rate=learning_rate, epsilon=epsilon)
+    require_non_negative("create_optimizer", final_learning_rate=final_learning_rate, lr_decay_power=lr_decay_power)
+    learning_rate, final_learning_rate = float(learning_rate), float(final_learning_rate)  # Keras refuses ints
     if lr_decay not in LR_DECAYS:
         raise ValueError(f"unknown lr_decay {lr_decay!r}; use one of {LR_DECAYS}")
     if lr_decay == "none":

@@ -17,6 +17,7 @@ from learner.slots import StepInputs
 from learner.unrolls import UnrollStore
 from seed.codec import EnvStepBatch
 from seed.networks import DuelingQNetwork, EnvOutput
+from seed.settings import require_fraction, require_non_negative, require_positive
 from seed.specs import EnvSpec
 
 
@@ -61,6 +62,13 @@ class R2D2Agent:
                  priority_exponent: float = 0.9, importance_exponent: float = 0.6, num_eval_envs: int = 1,
                  eval_epsilon: float = 0.001, epsilon_base: float = 0.4, epsilon_alpha: float = 7.0,
                  seed: Optional[int] = None):
+        require_positive("R2D2Agent", unroll_length=unroll_length, batch_size=batch_size,
+                         replay_capacity_steps=replay_capacity_steps, min_replay_sequences=min_replay_sequences,
+                         replay_ratio=replay_ratio)
+        require_non_negative("R2D2Agent", burn_in=burn_in, num_eval_envs=num_eval_envs,
+                             priority_exponent=priority_exponent, importance_exponent=importance_exponent,
+                             epsilon_alpha=epsilon_alpha)
+        require_fraction("R2D2Agent", eval_epsilon=eval_epsilon, epsilon_base=epsilon_base)
         shape = (*spec.observation_shape, num_stacked_frames)
         self.network = DuelingQNetwork(spec.num_actions, shape, spec.observation_dtype)
         self.target_network = DuelingQNetwork(spec.num_actions, shape, spec.observation_dtype)

@@ -8,6 +8,7 @@ import tensorflow as tf
 
 from seed import r2d2
 from seed.networks import DuelingQNetwork, EnvOutput
+from seed.settings import require_fraction, require_positive
 
 
 @gin.configurable(denylist=["online", "target", "optimizer", "burn_in"])
@@ -18,6 +19,9 @@ class R2D2Trainer:
     def __init__(self, online: DuelingQNetwork, target: DuelingQNetwork, optimizer, burn_in: int,
                  discount: float = 0.997, n_steps: int = 5, target_update_period: int = 2500,
                  max_gradient_norm: float = 80.0, priority_eta: float = 0.9, jit_compile: bool = False):
+        require_fraction("R2D2Trainer", discount=discount, priority_eta=priority_eta)
+        require_positive("R2D2Trainer", n_steps=n_steps, target_update_period=target_update_period,
+                         max_gradient_norm=max_gradient_norm)
         self.online, self.target, self.optimizer = online, target, optimizer
         self.burn_in, self.discount, self.n_steps = burn_in, discount, n_steps
         self.target_update_period = target_update_period

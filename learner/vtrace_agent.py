@@ -15,6 +15,7 @@ from learner.unrolls import UnrollQueue, UnrollStore
 from learner.vtrace_training import VTraceTrainer
 from seed.codec import EnvStepBatch
 from seed.networks import ActorCriticNetwork, EnvOutput
+from seed.settings import require_positive
 from seed.specs import EnvSpec
 
 
@@ -29,6 +30,8 @@ class VTraceAgent:
     def __init__(self, spec: EnvSpec, num_stacked_frames: int, max_slots: int, total_environment_frames: int,
                  stop: threading.Event, unroll_length: int = 20, batch_size: int = 32,
                  unroll_queue_capacity: int = 64, strategy: Optional[tf.distribute.Strategy] = None):
+        require_positive("VTraceAgent", unroll_length=unroll_length, batch_size=batch_size,
+                         unroll_queue_capacity=unroll_queue_capacity)
         strategy = strategy or tf.distribute.get_strategy()
         self.frames_per_update = batch_size * unroll_length * spec.frames_per_step
         with strategy.scope():  # mirrored variables when training on several replicas

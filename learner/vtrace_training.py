@@ -8,6 +8,7 @@ import tensorflow as tf
 from learner.distribution import split_batch
 from seed import vtrace
 from seed.networks import ActorCriticNetwork, EnvOutput
+from seed.settings import require_fraction, require_non_negative, require_positive
 
 
 @gin.configurable
@@ -19,6 +20,10 @@ class VTraceLoss:
     def __init__(self, discount: float = 0.99, lambda_: float = 1.0, clip_rho_threshold: float = 1.0,
                  clip_c_threshold: float = 1.0, clip_pg_rho_threshold: float = 1.0,
                  baseline_cost: float = 0.5, entropy_cost: float = 0.01):
+        require_fraction("VTraceLoss", discount=discount, lambda_=lambda_)
+        require_non_negative("VTraceLoss", clip_rho_threshold=clip_rho_threshold, clip_c_threshold=clip_c_threshold,
+                             clip_pg_rho_threshold=clip_pg_rho_threshold, baseline_cost=baseline_cost,
+                             entropy_cost=entropy_cost)
         self.discount = discount
         self.lambda_ = lambda_
         self.clip_rho_threshold = clip_rho_threshold
@@ -70,6 +75,7 @@ class VTraceTrainer:
     def __init__(self, agent: ActorCriticNetwork, optimizer, loss: VTraceLoss = None,
                  max_gradient_norm: float = 40.0, strategy: tf.distribute.Strategy = None,
                  jit_compile: bool = False):
+        require_positive("VTraceTrainer", max_gradient_norm=max_gradient_norm)
         self.agent = agent
         self.optimizer = optimizer
         self.loss = loss or VTraceLoss()

@@ -83,6 +83,18 @@ def test_learner_reports_bad_settings_found_at_start_in_one_line(tmp_path):
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize("role, binding, message", [
+    # Before: a batcher that spun on empty batches; a ZeroDivisionError traceback; a traceback.
+    ("learner", "run_learner.inference_batch_size=0", "run_learner.inference_batch_size must be positive, got 0"),
+    ("learner", "VTraceAgent.batch_size=0", "VTraceAgent.batch_size must be positive, got 0"),
+    ("actors", "run_actor.num_envs=0", "run_actor.num_envs must be positive, got 0")])
+def test_out_of_range_settings_stop_a_role_at_start_in_one_line(role, binding, message, tmp_path):
+    result = run_role(role, "--gin_config", "classic_vtrace.gin", "--logdir", str(tmp_path), "--gin_bindings", binding)
+    program = {"actors": "seed-actor", "learner": "seed-learner"}[role]
+    assert result.returncode == 2 and result.stderr.splitlines()[-1] == f"{program}: error: {message}"
+    assert "Traceback" not in result.stderr
+
+
 def test_unwritable_run_directory_is_a_clear_error_at_start(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")

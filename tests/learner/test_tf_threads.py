@@ -23,5 +23,5 @@ def test_thread_counts_reach_tensorflow():
 
 
 def test_negative_thread_counts_are_refused():
-    with pytest.raises(ValueError, match="must be >= 0"):
+    with pytest.raises(ValueError, match="run_learner.tf_intra_op_threads must be 0 or more, got -1"):
         set_tf_threads(-1, 0)
