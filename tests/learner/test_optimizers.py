@@ -19,6 +19,14 @@ def test_rmsprop_and_bad_names():
         create_optimizer(10, lr_decay="cosine")
 
 
+@pytest.mark.parametrize("decay", ["none", "linear"])
+def test_an_integer_learning_rate_is_taken_and_a_negative_one_refused(decay):
+    # gin reads `learning_rate=1` as an int, which Keras refuses with a message about schedules.
+    assert current_learning_rate(create_optimizer(10, learning_rate=1, lr_decay=decay)) == 1.0
+    with pytest.raises(ValueError, match="create_optimizer.learning_rate must be positive, got -1"):
+        create_optimizer(10, learning_rate=-1, lr_decay=decay)
+
+
 def test_reward_clipping_modes():
     rewards = [-10.0, -0.5, 0.0, 0.5, 10.0]
     assert clip_rewards(rewards, "none").tolist() == rewards
