@@ -15,6 +15,7 @@ import gin
 import gymnasium as gym
 import numpy as np
 
+from seed.settings import require_fraction, require_non_negative, require_positive
 from seed.specs import EnvSpec
 
 
@@ -75,6 +76,11 @@ def create_atari_envs(num_envs: int,
     `max_episode_frames` reported as truncation. Rewards stay unclipped and
     frames unstacked: the learner does both.
     """
+    # ale-py hangs on a frame size of 0 and takes a negative noop_max or a probability above 1.
+    require_positive("create_atari_envs", num_envs=num_envs, frame_skip=frame_skip, frame_size=frame_size)
+    require_non_negative("create_atari_envs", noop_max=noop_max, max_episode_frames=max_episode_frames,
+                         num_threads=num_threads)
+    require_fraction("create_atari_envs", repeat_action_probability=repeat_action_probability)
     from ale_py.vector_env import AtariVectorEnv
     env = AtariVectorEnv(
         ale_rom_id(game), num_envs, num_threads=num_threads, batch_size=num_envs,

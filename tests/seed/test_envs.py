@@ -75,6 +75,16 @@ def test_unknown_game_names_the_fix():
         envs.create_atari_envs(1, game="Pongg")
 
 
+@pytest.mark.parametrize("setting, message", [
+    ({"frame_size": 0}, "create_atari_envs.frame_size must be positive, got 0"),  # ale-py hung
+    ({"frame_skip": 0}, "create_atari_envs.frame_skip must be positive, got 0"),
+    ({"repeat_action_probability": 1.5}, "create_atari_envs.repeat_action_probability must be between 0 and 1"),
+    ({"noop_max": -1}, "create_atari_envs.noop_max must be 0 or more, got -1")])
+def test_out_of_range_atari_settings_are_refused_before_ale_py_sees_them(setting, message):
+    with pytest.raises(ValueError, match=message):
+        envs.create_atari_envs(1, **setting)
+
+
 def test_game_names_map_to_rom_ids():
     assert envs.ale_rom_id("SpaceInvaders") == "space_invaders"
     assert envs.ale_rom_id("Breakout") == "breakout"
