@@ -18,6 +18,8 @@ import gin
 import numpy as np
 import tensorflow as tf
 
+from seed.settings import require_non_negative
+
 log = logging.getLogger(__name__)
 
 KINDS = ("none", "mirrored", "multi_worker")
@@ -28,6 +30,7 @@ def create_strategy(kind: str = "none", cpu_replicas: int = 0) -> tf.distribute.
     """Call before any TensorFlow op: logical devices and collectives are fixed at the first one."""
     if kind not in KINDS:
         raise ValueError(f"unknown create_strategy.kind {kind!r}; use one of {KINDS}")
+    require_non_negative("create_strategy", cpu_replicas=cpu_replicas)  # 0: the real devices
     if kind == "none":
         return tf.distribute.get_strategy()
     devices = None

@@ -69,6 +69,9 @@ class R2D2Agent:
                              priority_exponent=priority_exponent, importance_exponent=importance_exponent,
                              epsilon_alpha=epsilon_alpha)
         require_fraction("R2D2Agent", eval_epsilon=eval_epsilon, epsilon_base=epsilon_base)
+        if num_eval_envs >= max_slots:
+            raise ValueError(f"R2D2Agent.num_eval_envs ({num_eval_envs}) must be below run_learner.max_env_slots "
+                             f"({max_slots}): evaluation envs take the lowest slots, the rest train")
         shape = (*spec.observation_shape, num_stacked_frames)
         self.network = DuelingQNetwork(spec.num_actions, shape, spec.observation_dtype)
         self.target_network = DuelingQNetwork(spec.num_actions, shape, spec.observation_dtype)

@@ -64,6 +64,8 @@ def test_bad_strategy_settings_name_the_fix(monkeypatch):
     monkeypatch.delenv("TF_CONFIG", raising=False)
     with pytest.raises(ValueError, match="needs TF_CONFIG"):
         create_strategy("multi_worker")
+    with pytest.raises(ValueError, match="create_strategy.cpu_replicas must be 0 or more, got -1"):
+        create_strategy("mirrored", cpu_replicas=-1)
     assert create_strategy("none") is tf.distribute.get_strategy()
 
 

@@ -18,6 +18,13 @@ def test_epsilons_follow_the_ape_x_schedule_for_any_number_of_slots_in_use():
     assert van_der_corput(np.arange(4)).tolist() == [0.0, 0.5, 0.25, 0.75]
 
 
+def test_evaluation_envs_must_leave_slots_that_train():
+    spec = EnvSpec((4,), "float32", 2)
+    with pytest.raises(ValueError, match=r"R2D2Agent.num_eval_envs \(4\) must be below run_learner.max_env_slots \(4\)"):
+        R2D2Agent(spec, num_stacked_frames=1, max_slots=4, total_environment_frames=1000, stop=threading.Event(),
+                  num_eval_envs=4)
+
+
 def test_replay_that_cannot_fit_in_memory_is_refused_at_start():
     spec = EnvSpec((84, 84), "uint8", 6, 4)
     with pytest.raises(ValueError, match=r"needs [\d.]+ GiB but only [\d.]+ GiB is available; lower "
