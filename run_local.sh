@@ -170,7 +170,22 @@ for ((i = 0; i < NUM_ACTORS; i++)); do
 done
 echo "run_local.sh: learner at $ADDRESS, $NUM_ACTORS actors x $ENVS_PER_ACTOR envs (logs in $LOGDIR/logs)" >&2
 
+# Actors exit on their own only when they cannot go on (the learner refused them, or no learner
+# for run_actor.reconnect_timeout_s): with none left the learner would wait for ever.
+ACTORS=("${PIDS[@]:1}")
 set +e
+while kill -0 "$LEARNER" 2>/dev/null; do
+  running=0
+  for pid in "${ACTORS[@]}"; do kill -0 "$pid" 2>/dev/null && running=1; done
+  if [[ $running == 0 ]]; then
+    wait "${ACTORS[0]}"
+    code=$?
+    echo "run_local.sh: every actor has exited; actor_0 said: $(tail -n 1 "$LOGDIR/logs/actor_0.stdout")" >&2
+    stop_all
+    exit $(( code == 0 ? 1 : code ))
+  fi
+  sleep 1
+done
 wait "$LEARNER"
 STATUS=$?
 set -e

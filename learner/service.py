@@ -79,6 +79,10 @@ class LearnerServicer(seed_pb2_grpc.LearnerServicer):
         mismatch = codec.spec_mismatch(hello, self._spec)
         if mismatch:
             self._reject(context, grpc.StatusCode.INVALID_ARGUMENT, mismatch)
+        if hello.num_envs > self._slots.max_slots:  # never fits: the actor must not retry
+            self._reject(context, grpc.StatusCode.INVALID_ARGUMENT,
+                         f"{hello.num_envs} envs can never fit in run_learner.max_env_slots = "
+                         f"{self._slots.max_slots}; raise it or give each actor fewer envs")
         slot_ids = self._slots.allocate(hello.num_envs)
         if slot_ids is None:
             self._reject(context, grpc.StatusCode.RESOURCE_EXHAUSTED,

@@ -77,6 +77,20 @@ def test_bad_arguments_fail_with_a_one_line_reason():
     assert result.returncode == 2 and "NUM_ACTORS must be a positive integer" in result.stderr
 
 
+def test_the_run_stops_with_the_reason_when_every_actor_has_given_up(tmp_path):
+    """Before, the learner waited for ever for the actors it had refused."""
+    run = subprocess.Popen(["./run_local.sh", "classic", "vtrace", "1", "300", "--logdir", str(tmp_path)],
+                           cwd=REPO_ROOT, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        _, stderr = run.communicate(timeout=180)
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)  # the learner too, if the script hung
+    assert run.returncode == 2
+    assert "run_local.sh: every actor has exited; actor_0 said:" in stderr
+    assert "300 envs can never fit in run_learner.max_env_slots = 256" in stderr
+
+
 def test_a_failed_start_leaves_no_new_run_directory_and_keeps_an_existing_one(tmp_path):
     """A typo leaves nothing in runs/, and never touches a directory that was there before."""
     runs = REPO_ROOT / "runs"

@@ -206,12 +206,24 @@ def test_malformed_steps_close_only_that_stream_and_free_its_slots(learner):
     other.close()
 
 
-def test_more_envs_than_slots_is_resource_exhausted(learner):
+def test_more_envs_than_free_slots_is_resource_exhausted(learner):
+    holder = Client(learner[0])
+    holder.send(codec.make_hello("holder", 5, SPEC))
+    client = Client(learner[0])
+    with pytest.raises(grpc.RpcError) as error:
+        client.send(codec.make_hello("greedy", 5, SPEC))  # fits once the holder leaves: worth a retry
+    assert error.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert "no room for 5 more envs (3 of 8 slots free)" in error.value.details()
+    client.close()
+    holder.close()
+
+
+def test_more_envs_than_all_slots_is_invalid_so_the_actor_stops_retrying(learner):
     client = Client(learner[0])
     with pytest.raises(grpc.RpcError) as error:
         client.send(codec.make_hello("greedy", 9, SPEC))
-    assert error.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
-    assert "max_env_slots" in error.value.details()
+    assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "9 envs can never fit in run_learner.max_env_slots = 8" in error.value.details()
     client.close()
 
 
