@@ -77,7 +77,7 @@ def create_atari_envs(num_envs: int,
     frames unstacked: the learner does both.
     """
     # ale-py hangs on a frame size of 0 and takes a negative noop_max or a probability above 1.
-    require_positive("create_atari_envs", num_envs=num_envs, frame_skip=frame_skip, frame_size=frame_size)
+    require_positive("create_atari_envs", frame_skip=frame_skip, frame_size=frame_size)
     require_non_negative("create_atari_envs", noop_max=noop_max, max_episode_frames=max_episode_frames,
                          num_threads=num_threads)
     require_fraction("create_atari_envs", repeat_action_probability=repeat_action_probability)
