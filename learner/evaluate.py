@@ -36,9 +36,11 @@ def parse_args(argv):
     return args
 
 
-def evaluate(network, envs, num_stacked_frames: int, episodes: int, epsilon: float, seed: int, recorder=None):
+def evaluate(network, envs, num_stacked_frames: int, episodes: int, epsilon: float, seed: int, recorder=None,
+             on_episode=None):
     """Plays until `episodes` episodes ended; returns their (raw return, length in frames).
-    `recorder(frame)` gets env 0's observations until its first episode ends."""
+    `recorder(frame)` gets env 0's observations until its first episode ends;
+    `on_episode(number, raw return, length in frames)` hears of each episode as it ends."""
     import numpy as np
     from learner.slots import SlotTable
     from seed.codec import EnvStepBatch
@@ -58,7 +60,10 @@ def evaluate(network, envs, num_stacked_frames: int, episodes: int, epsilon: flo
             recorder(steps.observations[0])
             if any(e.slot == 0 for e in finished):
                 recorder = None
-        results += [(e.raw_return, e.length * envs.spec.frames_per_step) for e in finished]
+        for e in finished[:episodes - len(results)]:
+            results.append((e.raw_return, e.length * envs.spec.frames_per_step))
+            if on_episode is not None:
+                on_episode(len(results), *results[-1])
         outputs, state = network(inputs.prev_action, EnvOutput(inputs.reward, inputs.first, inputs.observation),
                                  inputs.core_state)
         scores = getattr(outputs, "policy_logits", outputs)
@@ -67,7 +72,7 @@ def evaluate(network, envs, num_stacked_frames: int, episodes: int, epsilon: flo
         actions[explore] = rng.integers(0, envs.spec.num_actions, explore.sum())
         table.act(slot_ids, actions, np.asarray(state))
         steps = EnvStepBatch(*envs.step(actions))
-    return results[:episodes]
+    return results
 
 
 class VideoWriter:
@@ -139,7 +144,11 @@ def _evaluate_run(args) -> int:
         return 2
     tf.train.Checkpoint(agent=network).restore(latest).expect_partial()
     video = VideoWriter(args.video, envs.spec) if args.video else None
-    results = evaluate(network, envs, stacked, args.episodes, args.epsilon, args.seed, video)
+    def progress(number, raw_return, frames):  # a Pong episode can take minutes: show each one
+        print(f"episode {number}/{args.episodes}: return {raw_return:.1f}, {frames} frames", file=sys.stderr,
+              flush=True)
+
+    results = evaluate(network, envs, stacked, args.episodes, args.epsilon, args.seed, video, progress)
     envs.close()
     if video is not None:
         print(f"recorded {video.close()} frames to {args.video}")

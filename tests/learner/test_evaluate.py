@@ -25,6 +25,8 @@ def test_seed_eval_plays_episodes_from_a_checkpoint_and_reports_them(tmp_path):
     assert summary["episodes"] == 4 and len(summary["returns"]) == 4
     assert summary["return_min"] >= 8 and summary["return_min"] <= summary["return_mean"] <= summary["return_max"]
     assert "4 episodes from" in result.stdout
+    progress = [line for line in result.stderr.splitlines() if line.startswith("episode ")]
+    assert [line.split(":")[0] for line in progress] == [f"episode {i}/4" for i in range(1, 5)]
 
 
 def test_seed_eval_without_a_run_directory_says_so(tmp_path):
