@@ -24,7 +24,16 @@ class Checkpointer:
         path = self._manager.latest_checkpoint
         if path is None:
             return False
-        self._checkpoint.restore(path).assert_existing_objects_matched()
+        try:
+            self._checkpoint.restore(path).assert_existing_objects_matched()
+        except (AssertionError, ValueError) as e:
+            # The learner stops on this; TensorFlow would bury the line under a warning per value
+            # the failed restore left behind.
+            logging.getLogger("tensorflow").setLevel(logging.ERROR)
+            raise ValueError(
+                f"checkpoint {path} does not fit this run's agent or network ({str(e).splitlines()[0]}); "
+                "resume with the settings it was made with (the run directory's learner_operative_config.gin) "
+                "or start a new run (run_local.sh --new, or another --logdir)") from None
         log.info("restored checkpoint %s", path)
         return True
 

@@ -8,6 +8,14 @@ from learner.checkpoints import Checkpointer
 from seed.networks import ActorCriticNetwork
 
 
+def test_a_checkpoint_of_another_network_is_refused_with_the_way_out(tmp_path):
+    Checkpointer(str(tmp_path), agent=ActorCriticNetwork(2, (4, 1), "float32", torso="mlp")).save()
+    other = ActorCriticNetwork(2, (4, 1), "float32", torso="mlp", mlp_hidden_sizes=(32,))
+    with pytest.raises(ValueError, match=r"ckpt-1 does not fit this run's agent or network \(.*shape.*\); resume "
+                                         r"with the settings it was made with .* or start a new run"):
+        Checkpointer(str(tmp_path), agent=other).restore_latest()
+
+
 @pytest.fixture
 def small_disk(tmp_path):
     """A 1 MiB tmpfs: a real full disk, which needs root (and a kernel that allows the mount)."""
