@@ -27,9 +27,6 @@ class Checkpointer:
         try:
             self._checkpoint.restore(path).assert_existing_objects_matched()
         except (AssertionError, ValueError) as e:
-            # The learner stops on this; TensorFlow would bury the line under a warning per value
-            # the failed restore left behind.
-            logging.getLogger("tensorflow").setLevel(logging.ERROR)
             raise ValueError(
                 f"checkpoint {path} does not fit this run's agent or network ({str(e).splitlines()[0]}); "
                 "resume with the settings it was made with (the run directory's learner_operative_config.gin) "

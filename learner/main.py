@@ -44,6 +44,9 @@ def main(argv=None) -> int:
         return run_learner(logdir, args.address, stop)
     except (ValueError, OSError) as e:  # bad settings found at start: one line, not a traceback
         logging.getLogger("learner").debug("start failed", exc_info=True)
+        # The process ends here: TensorFlow's warnings about what a failed restore left behind
+        # would only bury this line.
+        logging.getLogger("tensorflow").setLevel(logging.ERROR)
         print(f"seed-learner: error: {str(e).splitlines()[0]}", file=sys.stderr)
         return 2
 
