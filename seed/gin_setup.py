@@ -7,9 +7,12 @@ still fails at start in both roles; a test keeps that list equal to what the
 learner registers.
 """
 import argparse
+import difflib
+import inspect
 import logging
 import os
 import pathlib
+import re
 from typing import Iterable, Sequence
 
 import gin
@@ -44,13 +47,73 @@ def resolve_config_path(name: str) -> str:
 
 
 def parse(config_files: Sequence[str], bindings: Iterable[str], skip: Iterable[str] = ()) -> None:
-    """Parses configs and bindings; exits with gin's own message on an unknown or bad binding."""
+    """Parses configs, then each binding, then finalizes; exits with one line on a bad file or binding."""
     gin.add_config_file_search_path(str(CONFIG_DIR))
+    skip_unknown = sorted(skip) or False
+    for name in config_files:
+        path = resolve_config_path(name)
+        try:
+            gin.parse_config_file(path, skip_unknown)
+        except _GIN_ERRORS as e:
+            # gin's second line says where: 'In file "x.gin", line 3'.
+            lines = str(e).splitlines()
+            where = lines[1].strip() if len(lines) > 1 else f"in {path}"
+            where = f" ({where[0].lower()}{where[1:]})"
+            raise SystemExit(f"error: bad gin configuration: {_explain(lines[0])}{where}") from None
+    for binding in bindings:
+        try:
+            gin.parse_config(binding, skip_unknown)
+        except _GIN_ERRORS as e:
+            raise SystemExit(f"error: bad gin binding {binding!r}: {_explain(str(e).splitlines()[0])}") from None
     try:
-        gin.parse_config_files_and_bindings([resolve_config_path(f) for f in config_files],
-                                            list(bindings), skip_unknown=sorted(skip) or False)
-    except (ValueError, KeyError, SyntaxError, TypeError) as e:
-        raise SystemExit(f"error: bad gin configuration: {e}") from None
+        gin.finalize()
+    except _GIN_ERRORS as e:
+        raise SystemExit(f"error: bad gin configuration: {_explain(str(e).splitlines()[0])}") from None
+
+
+_GIN_ERRORS = (ValueError, KeyError, SyntaxError, TypeError)
+
+
+def _explain(message: str) -> str:
+    """gin's first line, plus the nearest known name when it is a typo of one."""
+    unknown_parameter = re.match(r"Configurable '(.+)' doesn't have a parameter named '(.+)'", message)
+    if unknown_parameter:
+        name, parameter = unknown_parameter.groups()
+        settings = _settings_of(name)
+        guess = difflib.get_close_matches(parameter, settings, n=1)
+        hint = f"; did you mean '{guess[0]}'?" if guess else ""
+        listed = f" ({name}'s settings: {', '.join(settings)})" if settings else ""
+        return f"{message.rstrip('.')}{hint}{listed}"
+    unknown_configurable = re.match(r"No configurable matching '([^']+)'", message)
+    if unknown_configurable:
+        known = set(_registered_names()) | LEARNER_CONFIGURABLES  # the actor registers only its own
+        guess = difflib.get_close_matches(unknown_configurable.group(1).split(".")[-1], sorted(known), n=1)
+        if guess:
+            return f"{message.rstrip('.')}; did you mean '{guess[0]}'?"
+    return message
+
+
+def _settings_of(name: str) -> list:
+    """The parameters a binding may set: those with defaults (the code passes the others), less
+    the configurable's denylist."""
+    try:
+        signature = inspect.signature(gin.get_configurable(name))
+    except (ValueError, TypeError):
+        return []
+    try:  # gin keeps the denylist only in its private registry
+        denied = set(gin.config._REGISTRY.get_match(name).denylist or ())
+    except AttributeError:
+        denied = set()
+    return sorted(p.name for p in signature.parameters.values()
+                  if p.default is not inspect.Parameter.empty and p.kind is not p.VAR_KEYWORD
+                  and p.name not in denied)
+
+
+def _registered_names() -> list:
+    try:  # gin has no public list of its configurables; without one there is no suggestion
+        return sorted({selector.rsplit(".", 1)[-1] for selector, _ in gin.config._REGISTRY.items()})
+    except AttributeError:
+        return []
 
 
 def save_operative_config(logdir: str, role: str) -> str:

@@ -33,11 +33,13 @@ def run_role(role, *args):
 
 
 @pytest.mark.parametrize("role", ["actors", "learner"])
-def test_unknown_binding_fails_at_start_with_gins_message(role, tmp_path):
+def test_unknown_binding_fails_at_start_in_one_line_with_the_nearest_name(role, tmp_path):
     result = run_role(role, "--gin_config", "classic_vtrace.gin", "--logdir", str(tmp_path),
                       "--gin_bindings", "create_gym_envs.env_idd='CartPole-v1'")
     assert result.returncode != 0
-    assert "bad gin configuration" in result.stderr and "env_idd" in result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith(
+        "error: bad gin binding \"create_gym_envs.env_idd='CartPole-v1'\": "), result.stderr
+    assert "did you mean 'env_id'?" in result.stderr
 
 
 def test_unknown_config_file_lists_the_bundled_ones(tmp_path):
@@ -63,6 +65,44 @@ def test_bundled_configs_parse_for_both_roles(config):
         gin_setup.parse([config], [], skip=gin_setup.LEARNER_CONFIGURABLES)
     finally:
         gin.clear_config()
+
+
+def gin_error(configs, bindings):
+    import seed.envs  # noqa: F401
+    try:
+        with pytest.raises(SystemExit) as exit_info:
+            gin_setup.parse(configs, bindings, skip=gin_setup.LEARNER_CONFIGURABLES)
+    finally:
+        gin.clear_config()
+    message = str(exit_info.value)
+    assert "\n" not in message
+    return message
+
+
+def test_a_misspelt_setting_is_named_with_the_nearest_one_and_the_list():
+    message = gin_error(["classic_vtrace.gin"], ["create_gym_envs.env_idd='CartPole-v1'"])
+    assert message.startswith("error: bad gin binding \"create_gym_envs.env_idd='CartPole-v1'\": ")
+    assert "did you mean 'env_id'?" in message
+    assert "create_gym_envs's settings: env_id" in message
+
+
+def test_a_misspelt_configurable_is_named_with_the_nearest_one():
+    message = gin_error([], ["create_atari_env.game='Breakout'"])
+    assert "No configurable matching 'create_atari_env'; did you mean 'create_atari_envs'?" in message
+    # The actor, which registers none of the learner's configurables, still knows their names.
+    assert "did you mean 'VTraceAgent'?" in gin_error([], ["VTraceAgnt.batch_size=8"])
+
+
+def test_an_unparsable_binding_is_named(tmp_path):
+    assert gin_error([], ["create_atari_envs.frame_size="]).startswith(
+        "error: bad gin binding 'create_atari_envs.frame_size=': ")
+
+
+def test_a_bad_line_in_a_config_file_is_named_with_its_file_and_line(tmp_path):
+    config = tmp_path / "mine.gin"
+    config.write_text("import seed.envs\ncreate_atari_envs.gamee = 'Pong'\n")
+    message = gin_error([str(config)], [])
+    assert "did you mean 'game'?" in message and f'(in file "{config}", line 2)' in message
 
 
 def test_sticky_config_sets_repeat_action_probability():
