@@ -58,20 +58,25 @@ def parse(config_files: Sequence[str], bindings: Iterable[str], skip: Iterable[s
             # gin's second line says where: 'In file "x.gin", line 3'.
             lines = str(e).splitlines()
             where = lines[1].strip() if len(lines) > 1 else f"in {path}"
-            where = f" ({where[0].lower()}{where[1:]})"
-            raise SystemExit(f"error: bad gin configuration: {_explain(lines[0])}{where}") from None
+            where = f" ({where[:1].lower()}{where[1:]})"
+            raise SystemExit(f"error: bad gin configuration: {_explain(_first_line(e))}{where}") from None
     for binding in bindings:
         try:
             gin.parse_config(binding, skip_unknown)
         except _GIN_ERRORS as e:
-            raise SystemExit(f"error: bad gin binding {binding!r}: {_explain(str(e).splitlines()[0])}") from None
+            raise SystemExit(f"error: bad gin binding {binding!r}: {_explain(_first_line(e))}") from None
     try:
         gin.finalize()
     except _GIN_ERRORS as e:
-        raise SystemExit(f"error: bad gin configuration: {_explain(str(e).splitlines()[0])}") from None
+        raise SystemExit(f"error: bad gin configuration: {_explain(_first_line(e))}") from None
 
 
 _GIN_ERRORS = (ValueError, KeyError, SyntaxError, TypeError)
+
+
+def _first_line(error: Exception) -> str:
+    lines = str(error).splitlines()
+    return lines[0] if lines else type(error).__name__
 
 
 def _explain(message: str) -> str:
