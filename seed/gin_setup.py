@@ -58,25 +58,24 @@ def parse(config_files: Sequence[str], bindings: Iterable[str], skip: Iterable[s
             # gin's second line says where: 'In file "x.gin", line 3'.
             lines = str(e).splitlines()
             where = lines[1].strip() if len(lines) > 1 else f"in {path}"
-            where = f" ({where[:1].lower()}{where[1:]})"
-            raise SystemExit(f"error: bad gin configuration: {_explain(_first_line(e))}{where}") from None
+            _fail("bad gin configuration", e, f" ({where[:1].lower()}{where[1:]})")
     for binding in bindings:
         try:
             gin.parse_config(binding, skip_unknown)
         except _GIN_ERRORS as e:
-            raise SystemExit(f"error: bad gin binding {binding!r}: {_explain(_first_line(e))}") from None
+            _fail(f"bad gin binding {binding!r}", e)
     try:
         gin.finalize()
     except _GIN_ERRORS as e:
-        raise SystemExit(f"error: bad gin configuration: {_explain(_first_line(e))}") from None
+        _fail("bad gin configuration", e)
 
 
 _GIN_ERRORS = (ValueError, KeyError, SyntaxError, TypeError)
 
 
-def _first_line(error: Exception) -> str:
+def _fail(what: str, error: Exception, where: str = "") -> None:
     lines = str(error).splitlines()
-    return lines[0] if lines else type(error).__name__
+    raise SystemExit(f"error: {what}: {_explain(lines[0] if lines else type(error).__name__)}{where}") from None
 
 
 def _explain(message: str) -> str:
@@ -116,7 +115,7 @@ def _settings_of(name: str) -> list:
 
 def _registered_names() -> list:
     try:  # gin has no public list of its configurables; without one there is no suggestion
-        return sorted({selector.rsplit(".", 1)[-1] for selector, _ in gin.config._REGISTRY.items()})
+        return sorted({configurable.name for _, configurable in gin.config._REGISTRY.items()})
     except AttributeError:
         return []
 

@@ -93,7 +93,7 @@ def test_a_misspelt_configurable_is_named_with_the_nearest_one():
     assert "did you mean 'VTraceAgent'?" in gin_error([], ["VTraceAgnt.batch_size=8"])
 
 
-def test_an_unparsable_binding_is_named(tmp_path):
+def test_an_unparsable_binding_is_named():
     assert gin_error([], ["create_atari_envs.frame_size="]).startswith(
         "error: bad gin binding 'create_atari_envs.frame_size=': ")
 
