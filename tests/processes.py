@@ -104,6 +104,9 @@ def stop(processes, timeout_s: float = 30.0) -> List[int]:
 
 
 def read_episodes(logdir, evaluation=False):
-    """(env_frames, raw_return) rows of LOGDIR/episodes.csv, of training or of evaluation envs."""
-    rows = [line.split(",") for line in (pathlib.Path(logdir) / "episodes.csv").read_text().splitlines()[1:]]
+    """(env_frames, raw_return) rows of LOGDIR/episodes.csv, of training or of evaluation envs;
+    [] before the learner wrote it. A row the learner is still writing (no newline yet) is left out."""
+    path = pathlib.Path(logdir) / "episodes.csv"
+    lines = path.read_text().split("\n")[1:-1] if path.exists() else []
+    rows = [line.split(",") for line in lines]
     return [(int(r[0]), float(r[1])) for r in rows if bool(int(r[4])) == evaluation]

@@ -1,6 +1,8 @@
 """Learner and actor processes over real gRPC on loopback, real envs, real TF training."""
 import json
 import pathlib
+import subprocess
+import time
 
 import numpy as np
 import tensorflow as tf
@@ -22,6 +24,44 @@ def run_to_budget(logdir, config, num_actors, learner_bindings, actor_bindings, 
     assert code == 0, processes.learner_output(logdir)
 
 
+def best_mean_return(logdir, window, evaluation=False, budget=CARTPOLE_STEP_BUDGET):
+    """The best mean raw return over `window` consecutive episodes, the last of which ended
+    within `budget` env steps; -inf before there are `window` of them."""
+    episodes = processes.read_episodes(logdir, evaluation)
+    frames = np.array([f for f, _ in episodes])
+    returns = np.array([r for _, r in episodes])
+    if len(returns) < window:
+        return -np.inf
+    rolling = np.convolve(returns, np.ones(window) / window, mode="valid")
+    within_budget = rolling[frames[window - 1:] <= budget]
+    return within_budget.max() if within_budget.size else -np.inf
+
+
+def train_until_solved(logdir, config, learner_bindings, actor_bindings, window, evaluation=False,
+                       budget=CARTPOLE_STEP_BUDGET, solved_at=195.0, timeout_s=900):
+    """Trains CartPole on 2 actors with a budget of `budget` env steps, and stops the run
+    (SIGTERM, as Ctrl-C would) as soon as the best mean return over `window` episodes within it
+    reaches `solved_at`, instead of training out the budget. Returns that best mean return."""
+    learner_bindings = list(learner_bindings) + [f"run_learner.total_environment_frames={budget}",
+                                                 "run_learner.progress_interval_s=1"]  # episodes.csv is flushed then
+    learner = processes.start_learner(logdir, config, learner_bindings)
+    processes_started = [learner]
+    try:
+        address = processes.wait_for_address(logdir, learner)
+        processes_started += processes.start_actors(logdir, config, address, 2, actor_bindings)
+        deadline = time.monotonic() + timeout_s
+        while learner.poll() is None and best_mean_return(logdir, window, evaluation, budget) < solved_at:
+            assert time.monotonic() < deadline, f"still training after {timeout_s} s"
+            try:
+                learner.wait(1.0)  # returns at once when the learner ends (budget spent, or an error)
+            except subprocess.TimeoutExpired:
+                pass
+    finally:
+        codes = processes.stop(processes_started)
+    assert codes[0] == 0, processes.learner_output(logdir)
+    return best_mean_return(logdir, window, evaluation, budget)
+
+
 def checkpoint_counters(logdir):
     reader = tf.train.load_checkpoint(str(pathlib.Path(logdir) / "checkpoints"))
     return (int(reader.get_tensor("environment_frames/.ATTRIBUTES/VARIABLE_VALUE")),
@@ -29,16 +69,8 @@ def checkpoint_counters(logdir):
 
 
 def test_vtrace_learns_cartpole_within_300k_steps(tmp_path):
-    run_to_budget(tmp_path, "classic_vtrace.gin", 2,
-                  [f"run_learner.total_environment_frames={CARTPOLE_STEP_BUDGET}", "run_learner.seed=1"],
-                  ["run_actor.num_envs=4"], timeout_s=900)
-    episodes = processes.read_episodes(tmp_path)
-    frames = np.array([f for f, _ in episodes])
-    returns = np.array([r for _, r in episodes])
-    window = 20
-    rolling = np.convolve(returns, np.ones(window) / window, mode="valid")  # mean of the last 20
-    within_budget = frames[window - 1:] <= CARTPOLE_STEP_BUDGET
-    best = rolling[within_budget].max()
+    best = train_until_solved(tmp_path, "classic_vtrace.gin", ["run_learner.seed=1"], ["run_actor.num_envs=4"],
+                              window=20)
     assert best >= 195, f"best mean return over 20 episodes within {CARTPOLE_STEP_BUDGET} steps: {best:.1f}"
 
 
@@ -63,14 +95,8 @@ def test_atari_smoke_trains_checkpoints_and_resumes(tmp_path):
 
 def test_vtrace_learns_cartpole_on_two_mirrored_replicas(tmp_path):
     """The same learning bar with the update split over two (logical CPU) replicas."""
-    run_to_budget(tmp_path, "classic_vtrace.gin", 2,
-                  [f"run_learner.total_environment_frames={CARTPOLE_STEP_BUDGET}", "run_learner.seed=1",
-                   "create_strategy.kind='mirrored'", "create_strategy.cpu_replicas=2"],
-                  ["run_actor.num_envs=4"], timeout_s=900)
+    best = train_until_solved(tmp_path, "classic_vtrace.gin",
+                              ["run_learner.seed=1", "create_strategy.kind='mirrored'", "create_strategy.cpu_replicas=2"],
+                              ["run_actor.num_envs=4"], window=20)
     assert "training on 2 replicas (MirroredStrategy)" in (tmp_path / "logs" / "learner.log").read_text()
-    episodes = processes.read_episodes(tmp_path)
-    frames = np.array([f for f, _ in episodes])
-    returns = np.array([r for _, r in episodes])
-    rolling = np.convolve(returns, np.ones(20) / 20, mode="valid")
-    best = rolling[frames[19:] <= CARTPOLE_STEP_BUDGET].max()
     assert best >= 195, f"best mean return over 20 episodes within {CARTPOLE_STEP_BUDGET} steps: {best:.1f}"

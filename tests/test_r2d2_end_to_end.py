@@ -4,8 +4,7 @@ import json
 import numpy as np
 import tensorflow as tf
 
-from tests import processes
-from tests.test_end_to_end import run_to_budget
+from tests.test_end_to_end import run_to_budget, train_until_solved
 
 # With discount 0.99 runs usually passed 195 at 60k-90k steps, but one in several plateaued near
 # 150-190 (one CI run recovered at 200k, one stayed at ~150 past 340k); with classic_r2d2.gin's 0.997
@@ -14,16 +13,9 @@ CARTPOLE_STEP_BUDGET = 300_000
 
 
 def test_r2d2_learns_cartpole_evaluation_return(tmp_path):
-    run_to_budget(tmp_path, "classic_r2d2.gin", 2,
-                  [f"run_learner.total_environment_frames={CARTPOLE_STEP_BUDGET}", "run_learner.seed=1"],
-                  ["run_actor.num_envs=4"], timeout_s=900)
-    evaluation = processes.read_episodes(tmp_path, evaluation=True)
-    frames = np.array([f for f, _ in evaluation])
-    returns = np.array([r for _, r in evaluation])
-    window = 5
-    rolling = np.convolve(returns, np.ones(window) / window, mode="valid")
-    best = rolling[frames[window - 1:] <= CARTPOLE_STEP_BUDGET].max()
-    assert best >= 195, f"best mean evaluation return over {window} episodes: {best:.1f}"
+    best = train_until_solved(tmp_path, "classic_r2d2.gin", ["run_learner.seed=1"], ["run_actor.num_envs=4"],
+                              window=5, evaluation=True, budget=CARTPOLE_STEP_BUDGET)
+    assert best >= 195, f"best mean evaluation return over 5 episodes within {CARTPOLE_STEP_BUDGET} steps: {best:.1f}"
 
 
 def test_r2d2_atari_smoke_fills_replay_trains_checkpoints_and_resumes(tmp_path):
