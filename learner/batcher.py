@@ -68,7 +68,10 @@ class InferenceBatcher:
 
     def stop(self) -> None:
         self._stop.set()
-        self._thread.join()
+        if self._thread.ident is None:  # never started: nobody else answers what was submitted
+            self._fail_pending()
+        else:
+            self._thread.join()
 
     def expect_envs(self, change: int) -> None:
         """Adds (or with a negative change removes) envs that can be waiting at the same time."""

@@ -28,9 +28,10 @@ class RecordingPolicy:
 def make_batcher():
     batchers = []
 
-    def make(max_batch_envs, timeout_ms, policy, release=lambda ids: None):
+    def make(max_batch_envs, timeout_ms, policy, release=lambda ids: None, start=True):
         b = InferenceBatcher(policy, release, max_batch_envs, timeout_ms)
-        b.start()
+        if start:
+            b.start()
         batchers.append(b)
         return b
 
@@ -41,9 +42,12 @@ def make_batcher():
 
 def test_batch_forms_at_the_size_limit(make_batcher):
     policy = RecordingPolicy()
-    # A long timeout: only the size limit can close these batches quickly.
-    batcher = make_batcher(8, 60_000, policy)
+    # A long timeout: only the size limit can close these batches quickly. All four requests are
+    # queued before the inference thread starts: after its first batch it waits for no stragglers
+    # (the policy call is far under a millisecond), so one submitted late would make a batch alone.
+    batcher = make_batcher(8, 60_000, policy, start=False)
     futures = [batcher.submit(np.arange(4) + 4 * i, steps_for(i, 4)) for i in range(4)]
+    batcher.start()
     for f in futures:
         f.result(timeout=10)
     assert policy.batch_sizes == [8, 8]
@@ -141,3 +145,11 @@ def test_stop_fails_waiting_requests():
     batcher.stop()
     with pytest.raises(LearnerStopped):
         batcher.submit(np.array([0]), steps_for(0, 1)).result(timeout=10)
+
+
+def test_stop_before_start_fails_what_was_submitted():
+    batcher = InferenceBatcher(RecordingPolicy(), lambda ids: None, 4, 1)
+    waiting = batcher.submit(np.array([0]), steps_for(0, 1))
+    batcher.stop()
+    with pytest.raises(LearnerStopped):
+        waiting.result(timeout=10)
