@@ -64,16 +64,23 @@ def test_batch_forms_at_the_timeout_with_fewer_envs(make_batcher):
 
 
 def test_batch_is_full_when_every_expected_env_is_in_it(make_batcher):
-    """With 6 envs connected, a batch of 6 is complete: no waiting for the 64 of the size limit."""
+    """With 6 envs connected, a batch of 6 is complete: no waiting for the 64 of the size limit.
+    Two more actors of 2 envs connect and send while that batch is inferred: the next one is 10."""
     policy = RecordingPolicy()
-    batcher = make_batcher(64, 60_000, policy)
+    later = []
+
+    def policy_while_two_actors_connect(slot_ids, steps):
+        if not later:  # in the inference thread, so all of it is queued before the next batch forms
+            batcher.expect_envs(4)
+            later.extend(batcher.submit(np.arange(2) + 2 * i, steps_for(i, 2)) for i in range(5))
+        return policy(slot_ids, steps)
+
+    batcher = make_batcher(64, 60_000, policy_while_two_actors_connect)
     batcher.expect_envs(6)
     futures = [batcher.submit(np.arange(2) + 2 * i, steps_for(i, 2)) for i in range(3)]
     for f in futures:
         f.result(timeout=10)  # a 60 s timeout would fail this
-    batcher.expect_envs(4)  # two more actors of 2 envs
-    futures = [batcher.submit(np.arange(2) + 2 * i, steps_for(i, 2)) for i in range(5)]
-    for f in futures:
+    for f in later:  # submitted before the first batch was answered
         f.result(timeout=10)
     assert policy.batch_sizes == [6, 10]
 
