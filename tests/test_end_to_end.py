@@ -1,8 +1,6 @@
 """Learner and actor processes over real gRPC on loopback, real envs, real TF training."""
 import json
 import pathlib
-import subprocess
-import time
 
 import numpy as np
 import tensorflow as tf
@@ -49,13 +47,9 @@ def train_until_solved(logdir, config, learner_bindings, actor_bindings, window,
     try:
         address = processes.wait_for_address(logdir, learner)
         processes_started += processes.start_actors(logdir, config, address, 2, actor_bindings)
-        deadline = time.monotonic() + timeout_s
-        while learner.poll() is None and best_mean_return(logdir, window, evaluation, budget) < solved_at:
-            assert time.monotonic() < deadline, f"still training after {timeout_s} s"
-            try:
-                learner.wait(1.0)  # returns at once when the learner ends (budget spent, or an error)
-            except subprocess.TimeoutExpired:
-                pass
+        processes.wait_until(lambda: learner.poll() is not None  # budget spent, or an error
+                             or best_mean_return(logdir, window, evaluation, budget) >= solved_at,
+                             timeout_s, what=f"a mean return of {solved_at} or the end of the run", poll_s=1.0)
     finally:
         codes = processes.stop(processes_started)
     assert codes[0] == 0, processes.learner_output(logdir)
