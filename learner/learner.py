@@ -88,11 +88,13 @@ class EpisodeLog:
         is_new = not os.path.exists(path)
         self._file = open(path, "a")
         if is_new:
-            self._file.write("env_frames,raw_return,clipped_return,length_frames,evaluation\n")
+            self._file.write("env_frames,raw_return,clipped_return,length_frames,evaluation,time\n")
 
-    def write(self, env_frames: int, evaluation: bool, episode, length_frames: int) -> None:
+    def write(self, env_frames: int, evaluation: bool, episode, length_frames: int, now: float) -> None:
+        """`now` (Unix seconds) is when the row is written, at most one progress interval after
+        the episode ended: learning curves over wall time read it."""
         self._file.write(f"{env_frames},{episode.raw_return},{episode.clipped_return},{length_frames},"
-                         f"{int(evaluation)}\n")
+                         f"{int(evaluation)},{now:.1f}\n")
 
     def flush(self) -> None:
         self._file.flush()
@@ -159,10 +161,11 @@ class Progress:
         return format_progress(record, len(self.returns), self.agent.describe_data())
 
     def _drain_episodes(self) -> None:
+        now = time.time()
         while self.pipeline.finished_episodes:
             env_steps, evaluation, episode = self.pipeline.finished_episodes.popleft()
             length_frames = episode.length * self.frames_per_step
-            self.episodes_csv.write(env_steps * self.frames_per_step, evaluation, episode, length_frames)
+            self.episodes_csv.write(env_steps * self.frames_per_step, evaluation, episode, length_frames, now)
             prefix = "evaluation_episode" if evaluation else "episode"
             tf.summary.scalar(f"{prefix}/raw_return", episode.raw_return)
             tf.summary.scalar(f"{prefix}/clipped_return", episode.clipped_return)

@@ -11,6 +11,7 @@ from learner.batcher import LearnerStopped
 from learner.inference import batched_policy
 from learner.optimizers import create_optimizer
 from learner.slots import StepInputs
+from learner.unroll_replay import UnrollMix, check_sources, split_counts
 from learner.unrolls import UnrollQueue, UnrollStore
 from learner.vtrace_training import VTraceTrainer
 from seed.codec import EnvStepBatch
@@ -23,17 +24,34 @@ from seed.specs import EnvSpec
                             "strategy"])
 class VTraceAgent:
     """Unrolls go through a bounded queue: when training falls behind, inference
-    blocks on it, which keeps the policy lag at most `unroll_queue_capacity` unrolls."""
+    blocks on it, which keeps the policy lag at most `unroll_queue_capacity` unrolls.
+
+    `sources` mixes replayed unrolls into each batch (learner/unroll_replay.py): a
+    `{kind: ratio}` mapping whose ratios sum to 1, kinds 'queue' (fresh unrolls, each
+    used once) and 'uniform' (a FIFO replay of `replay_capacity` whole unrolls; about
+    0.6 MB each on Atari). `{'queue': 0.5, 'uniform': 0.5}` trains every environment
+    step about twice. A replay's share comes from the queue until it holds
+    `min_replay_unrolls`. The frame counter counts the fresh frames each update consumed.
+    """
 
     evaluation_slots = None
 
     def __init__(self, spec: EnvSpec, num_stacked_frames: int, max_slots: int, total_environment_frames: int,
                  stop: threading.Event, unroll_length: int = 20, batch_size: int = 32,
-                 unroll_queue_capacity: int = 64, strategy: Optional[tf.distribute.Strategy] = None):
+                 unroll_queue_capacity: int = 64, sources: Optional[Dict[str, float]] = None,
+                 replay_capacity: int = 1024, min_replay_unrolls: int = 64,
+                 strategy: Optional[tf.distribute.Strategy] = None):
         require_positive("VTraceAgent", unroll_length=unroll_length, batch_size=batch_size,
-                         unroll_queue_capacity=unroll_queue_capacity)
+                         unroll_queue_capacity=unroll_queue_capacity, replay_capacity=replay_capacity)
+        sources = check_sources(sources or {"queue": 1.0}, "VTraceAgent.sources")
         strategy = strategy or tf.distribute.get_strategy()
-        self.frames_per_update = batch_size * unroll_length * spec.frames_per_step
+        self.frames_per_unroll = unroll_length * spec.frames_per_step
+        # The fresh frames of a mixed batch (the learning-rate schedule and benchmarks count by it).
+        fresh_per_batch = split_counts(batch_size, list(sources.values()))[list(sources).index("queue")]
+        if fresh_per_batch == 0:
+            raise ValueError(f"VTraceAgent.sources: a 'queue' share of {sources['queue']:g} of batch_size "
+                             f"{batch_size} is no fresh unroll per batch; raise the share or the batch size")
+        self.frames_per_update = int(fresh_per_batch) * self.frames_per_unroll
         with strategy.scope():  # mirrored variables when training on several replicas
             self.network = ActorCriticNetwork(spec.num_actions, (*spec.observation_shape, num_stacked_frames),
                                               spec.observation_dtype)
@@ -42,6 +60,7 @@ class VTraceAgent:
         self.trainer = VTraceTrainer(self.network, self.optimizer, strategy=strategy)
         self.batch_size = batch_size
         self.queue = UnrollQueue(unroll_queue_capacity)
+        self.data = UnrollMix(self.queue, sources, replay_capacity, min_replay_unrolls)
         self.unrolls = UnrollStore(max_slots, unroll_length, {
             "observation": (self.network.observation_shape, spec.observation_dtype),
             "reward": ((), "float32"), "first": ((), "bool"), "terminated": ((), "bool"),
@@ -74,18 +93,19 @@ class VTraceAgent:
         self.unrolls.reset(slot_ids)
 
     def next_batch(self, stop: threading.Event) -> Optional[Dict[str, np.ndarray]]:
-        return self.queue.get_batch(self.batch_size, stop)
+        return self.data.next_batch(self.batch_size, stop)
 
     def update(self, batch) -> Tuple[Dict[str, float], int]:
-        """Returns the update's metrics and the environment frames it consumed."""
+        """Returns the update's metrics and the environment frames it consumed (its fresh unrolls')."""
         metrics = self.trainer.update(batch)
-        return metrics, self.frames_per_update if metrics["update_applied"] else 0
+        return metrics, self.data.last_fresh * self.frames_per_unroll if metrics["update_applied"] else 0
 
     def trackables(self) -> Dict[str, object]:
         return {"agent": self.network, "optimizer": self.optimizer}
 
     def data_metrics(self) -> Dict[str, float]:
-        return {"unroll_queue/depth": len(self.queue)}
+        return {"unroll_queue/depth": len(self.queue), **self.data.metrics()}
 
     def describe_data(self) -> str:
-        return f"queue {len(self.queue)}/{self.queue.capacity}"
+        replays = "".join(f" | {kind} replay {len(r)}/{r.capacity}" for kind, r in self.data.replays.items())
+        return f"queue {len(self.queue)}/{self.queue.capacity}{replays}"

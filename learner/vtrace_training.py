@@ -19,7 +19,11 @@ class VTraceLoss:
 
     def __init__(self, discount: float = 0.99, lambda_: float = 1.0, clip_rho_threshold: float = 1.0,
                  clip_c_threshold: float = 1.0, clip_pg_rho_threshold: float = 1.0,
-                 baseline_cost: float = 0.5, entropy_cost: float = 0.01):
+                 baseline_cost: float = 0.5, entropy_cost: float = 0.01, normalize_advantages: bool = False):
+        """`normalize_advantages` divides the policy-gradient advantages by their standard deviation
+        over the batch's valid steps (as PPO does), so the policy term's scale no longer follows the
+        reward scale and `entropy_cost` weighs against a term of size ~1. Under a distribution
+        strategy each replica normalises by its own share's deviation."""
         require_fraction("VTraceLoss", discount=discount, lambda_=lambda_)
         require_non_negative("VTraceLoss", clip_rho_threshold=clip_rho_threshold, clip_c_threshold=clip_c_threshold,
                              clip_pg_rho_threshold=clip_pg_rho_threshold, baseline_cost=baseline_cost,
@@ -31,6 +35,7 @@ class VTraceLoss:
         self.clip_pg_rho_threshold = clip_pg_rho_threshold
         self.baseline_cost = baseline_cost
         self.entropy_cost = entropy_cost
+        self.normalize_advantages = normalize_advantages
 
     def __call__(self, agent: ActorCriticNetwork, unrolls: Dict[str, tf.Tensor]):
         """`unrolls` holds time-major [T+1, B, ...] tensors; returns (total loss, metrics)."""
@@ -50,7 +55,10 @@ class VTraceLoss:
             target_log_probs - behaviour_log_probs, discounts, unrolls["reward"][1:], values,
             outputs.baseline[-1], valid, self.clip_rho_threshold, self.clip_c_threshold,
             self.clip_pg_rho_threshold, self.lambda_)
-        pg_loss = vtrace.policy_gradient_loss(logits, actions, returns.pg_advantages, valid)
+        advantages = returns.pg_advantages
+        if self.normalize_advantages:
+            advantages = vtrace.normalize(advantages, valid)
+        pg_loss = vtrace.policy_gradient_loss(logits, actions, advantages, valid)
         baseline_loss = vtrace.baseline_loss(returns.vs, values, valid)
         entropy_loss = vtrace.entropy_loss(logits, valid)
         total = pg_loss + self.baseline_cost * baseline_loss + self.entropy_cost * entropy_loss

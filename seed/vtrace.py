@@ -55,6 +55,13 @@ def masked_mean(x, valid):
     return tf.reduce_sum(x * valid) / tf.maximum(tf.reduce_sum(valid), 1.0)
 
 
+def normalize(x, valid, epsilon=1e-8):
+    """x divided by its standard deviation over the valid steps (its mean is kept: V-trace's
+    advantages already have the baseline subtracted, and shifting them would bias the gradient)."""
+    variance = masked_mean(tf.square(x - masked_mean(x, valid)), valid)
+    return x * valid / (tf.sqrt(variance) + epsilon)
+
+
 def policy_gradient_loss(logits, actions, advantages, valid):
     """-E[log pi(a_s|x_s) A_s] over the valid transitions."""
     log_probs = -tf.nn.sparse_softmax_cross_entropy_with_logits(labels=actions, logits=logits)

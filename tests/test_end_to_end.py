@@ -94,3 +94,22 @@ def test_vtrace_learns_cartpole_on_two_mirrored_replicas(tmp_path):
                               ["run_actor.num_envs=4"], window=20)
     assert "training on 2 replicas (MirroredStrategy)" in (tmp_path / "logs" / "learner.log").read_text()
     assert best >= 195, f"best mean return over 20 episodes within {CARTPOLE_STEP_BUDGET} steps: {best:.1f}"
+
+
+def test_vtrace_with_replay_counts_fresh_frames_reports_its_mix_and_resumes(tmp_path):
+    """Half of each batch replayed: the frame budget counts only the fresh unrolls' frames (the
+    first batch, before the replay holds `min_replay_unrolls`, is all fresh)."""
+    bindings = ["VTraceAgent.sources={'queue': 0.5, 'uniform': 0.5}", "VTraceAgent.min_replay_unrolls=8",
+                "run_learner.progress_interval_s=1"]
+    budget = 8 * 20 + 99 * 4 * 20  # CartPole: one frame per step; batch 8 x 20, then 4 fresh per batch
+    run_to_budget(tmp_path, "classic_vtrace.gin", 2, bindings + [f"run_learner.total_environment_frames={budget}"],
+                  ["run_actor.num_envs=4"], timeout_s=300)
+    assert checkpoint_counters(tmp_path) == (budget, 100)
+    records = [json.loads(line) for line in (tmp_path / "progress.jsonl").read_text().splitlines()]
+    mixed = [r for r in records if r.get("data/share_uniform") == 0.5]
+    assert mixed and all(r["data/uniform_size"] > 0 and r["data/replay_age_updates"] >= 0 for r in mixed)
+
+    run_to_budget(tmp_path, "classic_vtrace.gin", 2, bindings + [f"run_learner.total_environment_frames={budget + 800}"],
+                  ["run_actor.num_envs=4"], timeout_s=300)
+    # The replay is not checkpointed: the resumed run's first batch is all fresh again (8 x 20 frames).
+    assert checkpoint_counters(tmp_path) == (budget + 8 * 20 + 8 * 4 * 20, 109)

@@ -53,3 +53,28 @@ def test_non_finite_batch_is_skipped_without_touching_weights():
     metrics = trainer.update(unrolls)
     assert not metrics["update_applied"]
     assert all(np.array_equal(b, v.numpy()) for b, v in zip(before, agent.trainable_variables))
+
+
+def test_normalized_advantages_make_the_policy_term_independent_of_the_reward_scale():
+    """With `normalize_advantages` a game whose rewards are 10x larger (and so its values) gets
+    the same policy gradient; without it the policy term grows 10x."""
+    import tensorflow as tf
+    from learner.vtrace_training import VTraceLoss
+    rng = np.random.default_rng(0)
+    agent = ActorCriticNetwork(3, (4, 1), "float32", torso="mlp")
+    unrolls = {k: tf.constant(np.swapaxes(v, 0, 1))
+               for k, v in random_unrolls(rng, 4, 6, (4, 1), "float32", 3, agent.state_size).items()}
+    scaled_head = lambda s: agent._baseline.kernel.assign(agent._baseline.kernel * s)  # values scale with rewards
+
+    def policy_losses(normalize):
+        loss = VTraceLoss(normalize_advantages=normalize)
+        small = loss(agent, unrolls)[1]["loss/policy"].numpy()
+        scaled_head(10.0)
+        large = loss(agent, {**unrolls, "reward": unrolls["reward"] * 10.0})[1]["loss/policy"].numpy()
+        scaled_head(0.1)
+        return small, large
+
+    small, large = policy_losses(normalize=True)
+    assert large == pytest.approx(small, rel=1e-3)
+    small, large = policy_losses(normalize=False)
+    assert large == pytest.approx(10 * small, rel=1e-2)

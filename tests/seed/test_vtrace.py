@@ -94,3 +94,14 @@ def test_losses_ignore_invalid_transitions():
         vtrace.policy_gradient_loss(logits, actions, tf.constant(changed), valid).numpy())
     uniform = vtrace.entropy(tf.zeros((1, 5))).numpy()[0]
     assert uniform == pytest.approx(np.log(5), rel=1e-6)
+
+
+def test_normalize_scales_valid_advantages_to_unit_deviation_and_zeroes_the_rest():
+    rng = np.random.default_rng(3)
+    x = rng.normal(0.2, 0.01, (6, 4)).astype(np.float32)
+    valid = (rng.random((6, 4)) > 0.3).astype(np.float32)
+    out = vtrace.normalize(tf.constant(x), tf.constant(valid)).numpy()
+    kept = out[valid == 1]
+    assert np.std(kept) == pytest.approx(1.0, rel=1e-4)
+    np.testing.assert_allclose(kept, x[valid == 1] / np.std(x[valid == 1]), rtol=1e-4)  # signs and mean kept
+    assert np.all(out[valid == 0] == 0)

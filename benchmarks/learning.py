@@ -1,0 +1,220 @@
+"""Learning curves of the real system: returns over environment frames and wall time.
+
+    .venv/bin/python benchmarks/learning.py atari vtrace --game Pong --frames 10_000_000 --seeds 1 2 3
+    .venv/bin/python benchmarks/learning.py atari vtrace --label lam95 --gin_bindings 'VTraceLoss.lambda_=0.95'
+    .venv/bin/python benchmarks/learning.py --plot runs/Pong_vtrace_A runs/Pong_vtrace_B --out plots
+
+Each seed is one `./run_local.sh ENV AGENT ACTORS ENVS` run (the same learner and actor processes
+over gRPC) in OUT/LABEL_seedN, stopped as Ctrl-C stops it once the environment frames stepped
+pass `--frames`. Per run it writes OUT/LABEL_seedN.csv (environment frames stepped, wall seconds,
+mean return over the last `--window` episodes), and for all runs given OUT/LABEL.png with the
+public reference points for the game drawn in (the PNG needs matplotlib: pip install -e '.[bench]').
+Prints one JSON line per run: the mean return at 2.5M, 5M, 10M and 20M frames and the frames and
+wall seconds at which it first reached `--threshold` (default: the game's, e.g. +18 for Pong).
+`--plot` draws the same from existing run directories (their episodes.csv) without training.
+"""
+import argparse
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from typing import Dict, List, Optional, Tuple
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+CHECKPOINT_FRAMES = (2_500_000, 5_000_000, 10_000_000, 20_000_000)
+
+# Public learning curves, (environment frames with frame skip 4, mean return): ../shared/LEARNING.md.
+REFERENCES: Dict[str, Dict[str, List[Tuple[int, float]]]] = {
+    "Pong": {"CleanRL PPO, 8 envs": [(10_000_000, 15.0), (20_000_000, 19.5), (40_000_000, 20.4)],
+             "rl_games + EnvPool PPO, 64 envs": [(3_300_000, 14.2), (6_600_000, 19.4), (16_400_000, 19.8)],
+             "RLlib IMPALA, 160 envs": [(10_400_000, -18.4), (15_500_000, 5.0), (18_500_000, 17.9)]},
+    "Breakout": {"CleanRL PPO, 8 envs": [(10_000_000, 65.0), (20_000_000, 210.0), (40_000_000, 415.0)],
+                 "RLlib IMPALA, 160 envs": [(40_000_000, 385.0)]},
+}
+THRESHOLDS = {"Pong": 18.0, "Breakout": 100.0, "CartPole-v1": 195.0}
+
+
+def read_episodes(logdir: str) -> List[Tuple[int, float, Optional[float]]]:
+    """(env frames stepped, raw return, Unix time or None) of the training envs' episodes; a row
+    still being written is left out."""
+    path = os.path.join(logdir, "episodes.csv")
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        text = f.read()
+    rows = list(csv.DictReader(text[:text.rfind("\n") + 1].splitlines()))
+    return [(int(r["env_frames"]), float(r["raw_return"]), float(r["time"]) if r.get("time") else None)
+            for r in rows if r["evaluation"] == "0"]
+
+
+def curve(episodes, window: int, start_time: Optional[float]):
+    """Rows of (env frames, wall seconds or None, mean return over the last `window` episodes)."""
+    rows, returns = [], []
+    for frames, episode_return, when in episodes:
+        returns = (returns + [episode_return])[-window:]
+        wall = None if when is None or start_time is None else round(when - start_time, 1)
+        rows.append((frames, wall, sum(returns) / len(returns)))
+    return rows
+
+
+def summarize(rows, threshold: Optional[float], window: int) -> dict:
+    """Mean return at the checkpoint frame counts and the first time it reached `threshold`;
+    a mean over fewer than `window` episodes does not count as reaching it."""
+    at = {}
+    for mark in CHECKPOINT_FRAMES:
+        before = [r for r in rows if r[0] <= mark]
+        at[f"return_at_{mark / 1e6:g}M"] = round(before[-1][2], 2) if before and rows[-1][0] >= mark else None
+    reached = next((r for i, r in enumerate(rows) if i + 1 >= window and threshold is not None
+                    and r[2] >= threshold), None)
+    return {**at, "threshold": threshold, "frames_to_threshold": reached[0] if reached else None,
+            "wall_s_to_threshold": reached[1] if reached else None,
+            "final_frames": rows[-1][0] if rows else 0, "final_return": round(rows[-1][2], 2) if rows else None,
+            "episodes": len(rows)}
+
+
+def write_csv(path: str, rows) -> None:
+    with open(path, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["env_frames", "wall_s", "mean_return_last_100"])
+        writer.writerows(rows)
+
+
+def write_plot(path: str, curves: Dict[str, list], game: Optional[str], threshold: Optional[float]) -> None:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("no PNG: matplotlib is missing (pip install -e '.[bench]')", file=sys.stderr)
+        return
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for name, rows in curves.items():
+        ax.plot([r[0] / 1e6 for r in rows], [r[2] for r in rows], label=name, linewidth=1.2)
+    for (name, points), marker in zip(REFERENCES.get(game, {}).items(), "osD^v"):
+        ax.plot([p[0] / 1e6 for p in points], [p[1] for p in points], linestyle=":", marker=marker,
+                color="gray", label=name)
+    if threshold is not None:
+        ax.axhline(threshold, color="black", linewidth=0.6, linestyle="--")
+    ax.set_xlabel("environment frames stepped (millions, frame skip 4 on Atari)")
+    ax.set_ylabel("mean return, last 100 episodes")
+    ax.set_title(game or "")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="best")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(f"wrote {path}", file=sys.stderr)
+
+
+def train(args, seed: int, logdir: str) -> None:
+    """One run_local.sh run until `args.frames` environment frames."""
+    command = [os.path.join(REPO, "run_local.sh"), args.env, args.agent, str(args.actors), str(args.envs),
+               "--logdir", logdir, "--new", "--gin_bindings", f"run_learner.seed={seed}",
+               "--gin_bindings", f"run_actor.seed={seed}"]
+    if args.game:
+        command += ["--game", args.game]
+    for config in args.gin_config:
+        command += ["--gin_config", config]
+    for binding in args.gin_bindings:
+        command += ["--gin_bindings", binding]
+    started = time.time()
+    with open(logdir + ".log", "w") as log:
+        process = subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+    last_report = 0.0
+    try:
+        while process.poll() is None:
+            time.sleep(5)
+            episodes = read_episodes(logdir)
+            frames = episodes[-1][0] if episodes else 0
+            if time.time() - last_report >= args.report_interval_s:
+                last_report = time.time()
+                rows = curve(episodes, args.window, started)
+                print(json.dumps({"run": os.path.basename(logdir), "env_frames": frames,
+                                  "wall_s": round(time.time() - started),
+                                  "mean_return": round(rows[-1][2], 2) if rows else None}), flush=True)
+            if frames >= args.frames or time.time() - started > args.timeout_s:
+                break
+    finally:  # also on Ctrl-C here: stop the run as `kill` stops run_local.sh (it checkpoints)
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    if process.returncode not in (0, 130) and not read_episodes(logdir):
+        raise RuntimeError(f"{logdir} ended with exit code {process.returncode} and no episodes; "
+                           f"see {logdir}.log")
+
+
+def interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def main() -> int:
+    # SIGTERM, and SIGINT even where the shell that started us in the background ignores it, stop
+    # the current run as Ctrl-C does (train's `finally`), so `kill PID` loses nothing.
+    signal.signal(signal.SIGTERM, interrupt)
+    signal.signal(signal.SIGINT, interrupt)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("env", nargs="?", default="atari", help="env family, as for run_local.sh")
+    parser.add_argument("agent", nargs="?", default="vtrace")
+    parser.add_argument("--game", default=None, help="default: Pong for atari, CartPole-v1 otherwise")
+    parser.add_argument("--actors", type=int, default=4)
+    parser.add_argument("--envs", type=int, default=4, help="envs per actor")
+    parser.add_argument("--frames", type=int, default=10_000_000, help="environment frames stepped per run")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1])
+    parser.add_argument("--gin_config", action="append", default=[], help="extra gin file (repeatable)")
+    parser.add_argument("--gin_bindings", action="append", default=[], help="for both roles (repeatable)")
+    parser.add_argument("--label", default="default", help="names the runs, their CSVs and the PNG")
+    parser.add_argument("--out", default=os.path.join(REPO, "benchmarks", "results", "learning"))
+    parser.add_argument("--threshold", type=float, default=None, help="default: the game's (Pong +18)")
+    parser.add_argument("--window", type=int, default=100, help="episodes in the mean return")
+    parser.add_argument("--timeout_s", type=float, default=6 * 3600, help="stops a run after this long")
+    parser.add_argument("--report_interval_s", type=float, default=60.0)
+    parser.add_argument("--plot", nargs="+", metavar="RUN_DIR", help="only draw these runs' curves")
+    args = parser.parse_args()
+    if args.frames < 1 or args.window < 1 or args.actors < 1 or args.envs < 1:
+        parser.error("--frames, --window, --actors and --envs must be positive")
+    game = args.game or ("Pong" if args.env == "atari" else "CartPole-v1")
+    threshold = args.threshold if args.threshold is not None else THRESHOLDS.get(game)
+    os.makedirs(args.out, exist_ok=True)
+
+    if args.plot:
+        missing = [d for d in args.plot if not os.path.exists(os.path.join(d, "episodes.csv"))]
+        if missing:
+            parser.error(f"no episodes.csv in {', '.join(missing)}")
+        runs = [(os.path.basename(os.path.normpath(d)), d, None) for d in args.plot]
+    else:
+        runs = []
+        for seed in args.seeds:
+            name = f"{args.label}_seed{seed}"
+            logdir = os.path.join(args.out, name)
+            started = time.time()
+            try:
+                train(args, seed, logdir)
+            except KeyboardInterrupt:  # report what was trained, then stop
+                runs.append((name, logdir, started))
+                break
+            runs.append((name, logdir, started))
+
+    curves = {}
+    for name, logdir, started in runs:
+        episodes = read_episodes(logdir)
+        if started is None and episodes:  # an existing run: wall time from its first recorded episode
+            started = next((e[2] for e in episodes if e[2] is not None), None)
+        rows = curve(episodes, args.window, started)
+        curves[name] = rows
+        write_csv(os.path.join(args.out, f"{name}.csv"), rows)
+        print(json.dumps({"benchmark": "learning", "run": name, "game": game, "env": args.env, "agent": args.agent,
+                          "actors": args.actors, "envs_per_actor": args.envs, "gin_bindings": args.gin_bindings,
+                          **summarize(rows, threshold, args.window)}), flush=True)
+    write_plot(os.path.join(args.out, f"{args.label}.png"), curves, game, threshold)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,128 @@
+"""Experience replay of whole unrolls mixed into V-trace's batches (LASER, Schmitt et al. 2019).
+
+A batch is drawn from a list of sources in fixed ratios that sum to 1: `queue`, the
+fresh unrolls the actors just produced (each taken once), and `uniform`, a FIFO
+replay of whole unrolls shared by every actor, sampled uniformly. Every fresh unroll
+also enters the replays, so it can be drawn again later. A replayed unroll keeps
+the behaviour logits it was acted with: V-trace's importance weights then correct
+for how far the learner's policy has moved since. Unrolls are stored whole, exactly
+as the unroll store cut them, so one never spans two slots and its episode starts
+and ends sit where they were.
+"""
+import threading
+from typing import Dict, Optional, Sequence, Tuple
+
+import numpy as np
+
+from learner.unrolls import UnrollQueue, Unrolls
+
+SOURCE_KINDS = ("queue", "uniform")
+
+
+class UnrollReplay:
+    """A ring of `capacity` unrolls (the oldest is overwritten), sampled uniformly.
+
+    Buffers are allocated when the first unrolls arrive, from their shapes."""
+
+    def __init__(self, capacity: int, seed: Optional[int] = None):
+        self.capacity = capacity
+        self._buffers: Dict[str, np.ndarray] = {}
+        self._inserted_at = np.zeros(capacity, np.int64)  # the update count when each unroll came in
+        self._next = 0
+        self._size = 0
+        self._rng = np.random.default_rng(seed)
+
+    def __len__(self) -> int:
+        return self._size
+
+    def add(self, unrolls: Unrolls, update: int) -> None:
+        n = len(next(iter(unrolls.values())))
+        if not self._buffers:
+            self._buffers = {k: np.zeros((self.capacity, *v.shape[1:]), v.dtype) for k, v in unrolls.items()}
+        positions = (self._next + np.arange(n)) % self.capacity
+        for name, buffer in self._buffers.items():
+            buffer[positions] = unrolls[name][-self.capacity:] if n > self.capacity else unrolls[name]
+        self._inserted_at[positions] = update
+        self._next = int((self._next + n) % self.capacity)
+        self._size = min(self.capacity, self._size + n)
+
+    def sample(self, n: int, update: int) -> Tuple[Unrolls, float]:
+        """`n` unrolls drawn uniformly with replacement, and their mean age in updates."""
+        positions = self._rng.integers(0, self._size, n)
+        return ({k: b[positions] for k, b in self._buffers.items()},
+                float(np.mean(update - self._inserted_at[positions])))
+
+
+def split_counts(batch_size: int, ratios: Sequence[float]) -> np.ndarray:
+    """Integer counts per source that sum to `batch_size` and are as close to the ratios as
+    integers can be (largest remainders), the same every batch."""
+    exact = np.asarray(ratios, np.float64) * batch_size
+    counts = np.floor(exact).astype(np.int64)
+    remainders = exact - counts
+    for i in np.argsort(-remainders, kind="stable")[:batch_size - counts.sum()]:
+        counts[i] += 1
+    return counts
+
+
+def check_sources(sources: Dict[str, float], name: str) -> Dict[str, float]:
+    """The `{kind: ratio}` mapping, refused with one line unless it is usable."""
+    unknown = [k for k in sources if k not in SOURCE_KINDS]
+    if unknown:
+        raise ValueError(f"{name}: unknown source {unknown[0]!r}; use {', '.join(SOURCE_KINDS)}")
+    if "queue" not in sources or sources["queue"] <= 0:
+        raise ValueError(f"{name} needs a 'queue' share above 0: fresh unrolls are what fills the replays")
+    if any(r < 0 for r in sources.values()):
+        raise ValueError(f"{name}: ratios must not be negative, got {dict(sources)}")
+    total = sum(sources.values())
+    if abs(total - 1.0) > 1e-6:
+        raise ValueError(f"{name}: the ratios must sum to 1, got {total:g} ({dict(sources)})")
+    return dict(sources)
+
+
+class UnrollMix:
+    """The training thread's batches: the queue's fresh unrolls plus samples of the replays.
+
+    Until a replay holds `min_replay_unrolls` its share is taken from the queue, so the first
+    updates are on fresh data only. Counts `fresh` unrolls per batch: the environment frames
+    consumed."""
+
+    def __init__(self, queue: UnrollQueue, sources: Dict[str, float], replay_capacity: int,
+                 min_replay_unrolls: int, seed: Optional[int] = None):
+        self.queue = queue
+        self.kinds = list(sources)
+        self.ratios = [sources[k] for k in self.kinds]
+        self.replays = {k: UnrollReplay(replay_capacity, seed) for k in self.kinds if k != "queue"}
+        self.min_replay_unrolls = min_replay_unrolls
+        self.updates = 0
+        self.last_fresh = 0
+        self.last_shares: Dict[str, float] = {}
+        self.last_replay_age = 0.0
+
+    def next_batch(self, batch_size: int, stop: threading.Event) -> Optional[Unrolls]:
+        counts = dict(zip(self.kinds, split_counts(batch_size, self.ratios)))
+        for kind, replay in self.replays.items():
+            if len(replay) < self.min_replay_unrolls:
+                counts["queue"] += counts[kind]
+                counts[kind] = 0
+        fresh = self.queue.get_batch(int(counts["queue"]), stop)
+        if fresh is None:
+            return None
+        parts, ages = [fresh], []
+        for kind, replay in self.replays.items():
+            if counts[kind]:
+                sample, age = replay.sample(int(counts[kind]), self.updates)
+                parts.append(sample)
+                ages.append(age)
+            replay.add(fresh, self.updates)  # after sampling: a batch never holds one unroll twice over
+        self.updates += 1
+        self.last_fresh = int(counts["queue"])
+        self.last_shares = {k: counts[k] / batch_size for k in self.kinds}
+        self.last_replay_age = float(np.mean(ages)) if ages else 0.0
+        return {k: np.concatenate([p[k] for p in parts]) if len(parts) > 1 else fresh[k] for k in fresh}
+
+    def metrics(self) -> Dict[str, float]:
+        out = {f"data/share_{k}": v for k, v in self.last_shares.items()}
+        out.update({f"data/{k}_size": float(len(r)) for k, r in self.replays.items()})
+        if self.replays:
+            out["data/replay_age_updates"] = self.last_replay_age
+        return out

@@ -1,0 +1,110 @@
+import threading
+
+import numpy as np
+import pytest
+
+from learner.unroll_replay import UnrollMix, UnrollReplay, check_sources, split_counts
+from learner.unrolls import UnrollQueue, UnrollStore
+
+T = 4
+
+
+def test_split_counts_sum_to_the_batch_and_follow_the_ratios():
+    assert list(split_counts(32, [0.5, 0.5])) == [16, 16]
+    assert list(split_counts(32, [0.25, 0.75])) == [8, 24]
+    assert list(split_counts(10, [1 / 3, 1 / 3, 1 / 3])) == [4, 3, 3]
+    assert split_counts(7, [0.7, 0.3]).sum() == 7
+
+
+@pytest.mark.parametrize("sources, message", [
+    ({"queue": 0.5, "uniform": 0.4}, "must sum to 1, got 0.9"),
+    ({"queue": 0.5, "elite": 0.5}, "unknown source 'elite'"),
+    ({"uniform": 1.0}, "needs a 'queue' share above 0"),
+    ({"queue": 1.2, "uniform": -0.2}, "must not be negative"),
+])
+def test_bad_sources_are_refused_with_what_is_wrong(sources, message):
+    with pytest.raises(ValueError, match=message):
+        check_sources(sources, "VTraceAgent.sources")
+
+
+def slot_steps(store, slot_ids, steps, episode_length=7):
+    """Steps every slot `steps` times through the real unroll store; each step records its slot,
+    its time index and whether it starts an episode, and the behaviour logits say the same.
+    Returns the complete unrolls in the order the store cut them."""
+    unrolls = []
+    for t in range(steps):
+        n = len(slot_ids)
+        logits = np.stack([slot_ids * 1000.0 + t, np.full(n, t % episode_length == 0, np.float32)], axis=-1)
+        out = store.append(slot_ids, {"slot": slot_ids.astype(np.int32), "t": np.full(n, t, np.int32),
+                                      "first": np.full(n, t % episode_length == 0),
+                                      "behaviour_logits": logits.astype(np.float32)})
+        if out is not None:
+            unrolls.append(out)
+    return unrolls
+
+
+def make_store(max_slots=8):
+    return UnrollStore(max_slots, T, {"slot": ((), "int32"), "t": ((), "int32"), "first": ((), "bool"),
+                                      "behaviour_logits": ((2,), "float32")})
+
+
+def fill_queue(queue, groups):
+    for group in groups:
+        assert queue.put(group, threading.Event())
+
+
+def test_a_mix_draws_its_sources_in_the_configured_ratio_once_the_replay_is_filled():
+    queue = UnrollQueue(1000)
+    fill_queue(queue, slot_steps(make_store(), np.arange(8), 41))  # 10 unrolls per slot
+    mix = UnrollMix(queue, {"queue": 0.25, "uniform": 0.75}, replay_capacity=64, min_replay_unrolls=8, seed=0)
+    stop = threading.Event()
+    first = mix.next_batch(8, stop)  # the replay is empty: all fresh
+    assert mix.last_fresh == 8 and mix.last_shares == {"queue": 1.0, "uniform": 0.0}
+    assert len(mix.replays["uniform"]) == 8
+    for _ in range(5):
+        batch = mix.next_batch(8, stop)
+        assert mix.last_fresh == 2 and mix.last_shares == {"queue": 0.25, "uniform": 0.75}
+        assert batch["t"].shape == (8, T + 1)
+    assert len(mix.replays["uniform"]) == 8 + 5 * 2
+    assert len(queue) == 80 - 8 - 5 * 2
+    assert first["t"].shape == (8, T + 1)
+
+
+def test_replayed_unrolls_are_whole_unrolls_of_one_slot_with_the_logits_they_were_acted_with():
+    store = make_store()
+    cut = [u for group in slot_steps(store, np.array([1, 5, 6]), 4 * T + 1) for u in
+           ({k: v[i] for k, v in group.items()} for i in range(len(group["t"])))]
+    queue = UnrollQueue(1000)
+    fill_queue(queue, slot_steps(make_store(), np.array([1, 5, 6]), 4 * T + 1))
+    mix = UnrollMix(queue, {"queue": 0.5, "uniform": 0.5}, replay_capacity=100, min_replay_unrolls=1, seed=1)
+    replayed = []
+    stop = threading.Event()
+    mix.next_batch(2, stop)
+    for _ in range(5):
+        batch = mix.next_batch(2, stop)
+        replayed += [{k: v[i] for k, v in batch.items()} for i in range(1, 2)]  # fresh first, then replayed
+    for unroll in replayed:
+        assert len(set(unroll["slot"])) == 1, "a replayed unroll spans two slots"
+        assert list(np.diff(unroll["t"])) == [1] * T, "a replayed unroll's steps are not consecutive"
+        # The logits are the ones recorded when that slot acted at that step.
+        np.testing.assert_array_equal(unroll["behaviour_logits"][:, 0], unroll["slot"] * 1000.0 + unroll["t"])
+        np.testing.assert_array_equal(unroll["behaviour_logits"][:, 1], unroll["first"])
+        np.testing.assert_array_equal(unroll["first"], unroll["t"] % 7 == 0)
+        assert any(all(np.array_equal(unroll[k], c[k]) for k in unroll) for c in cut), "not an unroll the store cut"
+
+
+def test_the_replay_evicts_its_oldest_unrolls_and_reports_their_age():
+    replay = UnrollReplay(capacity=3, seed=0)
+    for update in range(5):
+        replay.add({"t": np.array([[update] * 2])}, update)
+    assert len(replay) == 3
+    sample, age = replay.sample(50, update=5)
+    assert set(sample["t"][:, 0]) == {2, 3, 4}
+    assert age == pytest.approx(5 - np.mean(sample["t"][:, 0]))
+
+
+def test_a_stopped_mix_returns_none_while_waiting_for_fresh_unrolls():
+    mix = UnrollMix(UnrollQueue(4), {"queue": 1.0}, replay_capacity=4, min_replay_unrolls=1)
+    stop = threading.Event()
+    stop.set()
+    assert mix.next_batch(2, stop) is None
