@@ -73,3 +73,43 @@ def test_components_benchmark_reports_every_component_and_a_bound_below_each():
     slowest = min(by_component["env_stepping"][0]["agent_steps_per_s"], inference[16],
                   by_component["training_step"][0]["agent_steps_per_s"])
     assert 0 < bound["agent_steps_per_s"] < slowest  # the parts share one machine
+
+
+def test_learning_benchmark_trains_a_real_run_to_its_frame_budget_and_writes_its_curve(tmp_path):
+    records = run_benchmark("learning.py", "classic", "vtrace", "--actors", "1", "--envs", "4", "--frames", "8000",
+                            "--seeds", "3", "--label", "smoke", "--out", str(tmp_path), "--window", "5",
+                            "--threshold", "5", "--report_interval_s", "1", timeout_s=300)
+    summary = [r for r in records if r.get("benchmark") == "learning"]
+    assert [r["run"] for r in summary] == ["smoke_seed3"]
+    assert summary[0]["final_frames"] >= 8000 and summary[0]["frames_to_threshold"] is not None
+    assert any("env_frames" in r and "benchmark" not in r for r in records), "no progress line"
+    lines = (tmp_path / "smoke_seed3.csv").read_text().splitlines()
+    assert lines[0] == "env_frames,wall_s,mean_return_last_100"
+    rows = [[float(x) for x in line.split(",")] for line in lines[1:]]
+    assert len(rows) == summary[0]["episodes"] > 5
+    assert all(a[0] <= b[0] and 0 <= a[1] <= b[1] for a, b in zip(rows, rows[1:]))  # frames and wall time rise
+    assert (tmp_path / "smoke.png").stat().st_size > 0
+    assert "run_learner.seed = 3" in (tmp_path / "smoke_seed3" / "learner_operative_config.gin").read_text()
+    assert "run_actor.seed = 3" in (tmp_path / "smoke_seed3" / "actor_operative_config.gin").read_text()
+
+
+def test_learning_benchmark_reads_existing_runs_returns_at_frame_marks_and_the_first_crossing(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    # Episodes every 100k frames, 100 s apart; returns rise by 1 each: -21, -20, ...
+    rows = [f"{(i + 1) * 100_000},{i - 21}.0,{i - 21}.0,4000,0,{1000 + 100 * i}" for i in range(60)]
+    rows.insert(5, "550000,99.0,1.0,4000,1,1500")  # an evaluation env's episode: not in the curve
+    (run / "episodes.csv").write_text("env_frames,raw_return,clipped_return,length_frames,evaluation,time\n"
+                                      + "\n".join(rows) + "\n")
+    records = run_benchmark("learning.py", "--plot", str(run), "--out", str(tmp_path / "out"), "--window", "3",
+                            "--label", "existing")
+    (summary,) = records
+    # Episode i ends at (i + 1) x 100k frames with return i - 21: by 2.5M frames the last 3 returned
+    # 1, 2, 3; by 5M, 26, 27, 28.
+    assert summary["return_at_2.5M"] == 2.0 and summary["return_at_5M"] == 27.0
+    assert summary["return_at_10M"] is None  # the run never got there
+    # The 3-episode mean first reaches +18 at i = 40 (returns 17, 18, 19): 4.1M frames, 4,000 s after
+    # the first episode.
+    assert (summary["threshold"], summary["frames_to_threshold"], summary["wall_s_to_threshold"]) == (18.0, 4_100_000, 4000.0)
+    assert summary["episodes"] == 60  # the evaluation episode is left out
+    assert (tmp_path / "out" / "run.csv").exists() and (tmp_path / "out" / "existing.png").exists()
