@@ -209,8 +209,9 @@ def main() -> int:
         rows = curve(episodes, args.window, started)
         curves[name] = rows
         write_csv(os.path.join(args.out, f"{name}.csv"), rows)
-        print(json.dumps({"benchmark": "learning", "run": name, "game": game, "env": args.env, "agent": args.agent,
-                          "actors": args.actors, "envs_per_actor": args.envs, "gin_bindings": args.gin_bindings,
+        launched = {} if args.plot else {"env": args.env, "agent": args.agent, "actors": args.actors,
+                                         "envs_per_actor": args.envs, "gin_bindings": args.gin_bindings}
+        print(json.dumps({"benchmark": "learning", "run": name, "game": game, **launched,
                           **summarize(rows, threshold, args.window)}), flush=True)
     write_plot(os.path.join(args.out, f"{args.label}.png"), curves, game, threshold)
     return 0
