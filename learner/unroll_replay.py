@@ -82,9 +82,9 @@ def check_sources(sources: Dict[str, float], name: str) -> Dict[str, float]:
 class UnrollMix:
     """The training thread's batches: the queue's fresh unrolls plus samples of the replays.
 
-    Until a replay holds `min_replay_unrolls` its share is taken from the queue, so the first
-    updates are on fresh data only. Counts `fresh` unrolls per batch: the environment frames
-    consumed."""
+    Before the first batch the replays are filled with fresh unrolls (the queue's share at a
+    time) up to `min_replay_unrolls`; those count as consumed with that batch. `last_fresh` is
+    the number of fresh unrolls the last batch consumed: the environment frames it stands for."""
 
     def __init__(self, queue: UnrollQueue, sources: Dict[str, float], replay_capacity: int,
                  min_replay_unrolls: int, seed: Optional[int] = None):
@@ -100,10 +100,14 @@ class UnrollMix:
 
     def next_batch(self, batch_size: int, stop: threading.Event) -> Optional[Unrolls]:
         counts = dict(zip(self.kinds, split_counts(batch_size, self.ratios)))
-        for kind, replay in self.replays.items():
-            if len(replay) < self.min_replay_unrolls:
-                counts["queue"] += counts[kind]
-                counts[kind] = 0
+        consumed = 0
+        while any(len(replay) < self.min_replay_unrolls for replay in self.replays.values()):
+            filling = self.queue.get_batch(int(counts["queue"]), stop)
+            if filling is None:
+                return None
+            for replay in self.replays.values():
+                replay.add(filling, self.updates)
+            consumed += int(counts["queue"])
         fresh = self.queue.get_batch(int(counts["queue"]), stop)
         if fresh is None:
             return None
@@ -115,7 +119,7 @@ class UnrollMix:
                 ages.append(age)
             replay.add(fresh, self.updates)  # after sampling: a batch never holds one unroll twice over
         self.updates += 1
-        self.last_fresh = int(counts["queue"])
+        self.last_fresh = consumed + int(counts["queue"])
         self.last_shares = {k: counts[k] / batch_size for k in self.kinds}
         self.last_replay_age = float(np.mean(ages)) if ages else 0.0
         return {k: np.concatenate([p[k] for p in parts]) if len(parts) > 1 else fresh[k] for k in fresh}

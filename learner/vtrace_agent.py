@@ -30,8 +30,8 @@ class VTraceAgent:
     `{kind: ratio}` mapping whose ratios sum to 1, kinds 'queue' (fresh unrolls, each
     used once) and 'uniform' (a FIFO replay of `replay_capacity` whole unrolls; about
     0.6 MB each on Atari). `{'queue': 0.5, 'uniform': 0.5}` trains every environment
-    step about twice. A replay's share comes from the queue until it holds
-    `min_replay_unrolls`. The frame counter counts the fresh frames each update consumed.
+    step about twice. Training starts once the replays hold `min_replay_unrolls`. The frame
+    counter counts the fresh frames each update consumed (the first one's include the fill).
     """
 
     evaluation_slots = None
@@ -42,7 +42,8 @@ class VTraceAgent:
                  replay_capacity: int = 1024, min_replay_unrolls: int = 64,
                  strategy: Optional[tf.distribute.Strategy] = None):
         require_positive("VTraceAgent", unroll_length=unroll_length, batch_size=batch_size,
-                         unroll_queue_capacity=unroll_queue_capacity, replay_capacity=replay_capacity)
+                         unroll_queue_capacity=unroll_queue_capacity, replay_capacity=replay_capacity,
+                         min_replay_unrolls=min_replay_unrolls)
         sources = check_sources(sources or {"queue": 1.0}, "VTraceAgent.sources")
         strategy = strategy or tf.distribute.get_strategy()
         self.frames_per_unroll = unroll_length * spec.frames_per_step
@@ -51,6 +52,13 @@ class VTraceAgent:
         if fresh_per_batch == 0:
             raise ValueError(f"VTraceAgent.sources: a 'queue' share of {sources['queue']:g} of batch_size "
                              f"{batch_size} is no fresh unroll per batch; raise the share or the batch size")
+        if fresh_per_batch > unroll_queue_capacity:  # the batch would wait for ever for its fresh share
+            raise ValueError(f"VTraceAgent: each batch takes {fresh_per_batch} fresh unrolls but "
+                             f"unroll_queue_capacity is {unroll_queue_capacity}; raise unroll_queue_capacity to at "
+                             f"least {fresh_per_batch} or lower batch_size")
+        if len(sources) > 1 and min_replay_unrolls > replay_capacity:
+            raise ValueError(f"VTraceAgent: min_replay_unrolls ({min_replay_unrolls}) must not exceed "
+                             f"replay_capacity ({replay_capacity})")
         self.frames_per_update = int(fresh_per_batch) * self.frames_per_unroll
         with strategy.scope():  # mirrored variables when training on several replicas
             self.network = ActorCriticNetwork(spec.num_actions, (*spec.observation_shape, num_stacked_frames),

@@ -97,19 +97,31 @@ def test_vtrace_learns_cartpole_on_two_mirrored_replicas(tmp_path):
 
 
 def test_vtrace_with_replay_counts_fresh_frames_reports_its_mix_and_resumes(tmp_path):
-    """Half of each batch replayed: the frame budget counts only the fresh unrolls' frames (the
-    first batch, before the replay holds `min_replay_unrolls`, is all fresh)."""
+    """Half of each batch replayed: the frame budget counts only fresh unrolls' frames, those
+    that filled the replay before the first update included."""
     bindings = ["VTraceAgent.sources={'queue': 0.5, 'uniform': 0.5}", "VTraceAgent.min_replay_unrolls=8",
                 "run_learner.progress_interval_s=1"]
-    budget = 8 * 20 + 99 * 4 * 20  # CartPole: one frame per step; batch 8 x 20, then 4 fresh per batch
+    # CartPole: one frame per step, batch 8 x 20. The first update consumes 2 x 4 unrolls of fill and
+    # its own 4 fresh ones; every later one 4.
+    first, later = 12 * 20, 4 * 20
+    budget = first + 99 * later
     run_to_budget(tmp_path, "classic_vtrace.gin", 2, bindings + [f"run_learner.total_environment_frames={budget}"],
                   ["run_actor.num_envs=4"], timeout_s=300)
     assert checkpoint_counters(tmp_path) == (budget, 100)
     records = [json.loads(line) for line in (tmp_path / "progress.jsonl").read_text().splitlines()]
-    mixed = [r for r in records if r.get("data/share_uniform") == 0.5]
-    assert mixed and all(r["data/uniform_size"] > 0 and r["data/replay_age_updates"] >= 0 for r in mixed)
+    mixed = [r for r in records if "data/share_uniform" in r]
+    assert mixed and all(r["data/share_uniform"] == 0.5 and r["data/uniform_size"] >= 8
+                         and r["data/replay_age_updates"] >= 0 for r in mixed)
 
     run_to_budget(tmp_path, "classic_vtrace.gin", 2, bindings + [f"run_learner.total_environment_frames={budget + 800}"],
                   ["run_actor.num_envs=4"], timeout_s=300)
-    # The replay is not checkpointed: the resumed run's first batch is all fresh again (8 x 20 frames).
-    assert checkpoint_counters(tmp_path) == (budget + 8 * 20 + 8 * 4 * 20, 109)
+    # The replay is not checkpointed: the resumed run fills it again before its first update.
+    assert checkpoint_counters(tmp_path) == (budget + first + 7 * later, 108)
+
+
+def test_a_batch_that_cannot_fit_the_unroll_queue_is_refused_at_start(tmp_path):
+    learner = processes.start_learner(tmp_path, "classic_vtrace.gin", ["VTraceAgent.batch_size=40",
+                                                                       "VTraceAgent.unroll_queue_capacity=32"])
+    assert learner.wait(120) != 0
+    assert ("each batch takes 40 fresh unrolls but unroll_queue_capacity is 32; raise unroll_queue_capacity"
+            in processes.learner_output(tmp_path))

@@ -53,21 +53,21 @@ def fill_queue(queue, groups):
         assert queue.put(group, threading.Event())
 
 
-def test_a_mix_draws_its_sources_in_the_configured_ratio_once_the_replay_is_filled():
+def test_a_mix_fills_its_replay_first_then_draws_its_sources_in_the_configured_ratio():
     queue = UnrollQueue(1000)
     fill_queue(queue, slot_steps(make_store(), np.arange(8), 41))  # 10 unrolls per slot
     mix = UnrollMix(queue, {"queue": 0.25, "uniform": 0.75}, replay_capacity=64, min_replay_unrolls=8, seed=0)
     stop = threading.Event()
-    first = mix.next_batch(8, stop)  # the replay is empty: all fresh
-    assert mix.last_fresh == 8 and mix.last_shares == {"queue": 1.0, "uniform": 0.0}
-    assert len(mix.replays["uniform"]) == 8
+    first = mix.next_batch(8, stop)
+    # Four takes of 2 fill the replay to 8, then the batch takes 2 fresh and samples 6.
+    assert mix.last_fresh == 8 + 2 and mix.last_shares == {"queue": 0.25, "uniform": 0.75}
+    assert first["t"].shape == (8, T + 1) and len(mix.replays["uniform"]) == 10
     for _ in range(5):
         batch = mix.next_batch(8, stop)
         assert mix.last_fresh == 2 and mix.last_shares == {"queue": 0.25, "uniform": 0.75}
         assert batch["t"].shape == (8, T + 1)
-    assert len(mix.replays["uniform"]) == 8 + 5 * 2
-    assert len(queue) == 80 - 8 - 5 * 2
-    assert first["t"].shape == (8, T + 1)
+    assert len(mix.replays["uniform"]) == 10 + 5 * 2
+    assert len(queue) == 80 - 10 - 5 * 2
 
 
 def test_replayed_unrolls_are_whole_unrolls_of_one_slot_with_the_logits_they_were_acted_with():
@@ -79,7 +79,6 @@ def test_replayed_unrolls_are_whole_unrolls_of_one_slot_with_the_logits_they_wer
     mix = UnrollMix(queue, {"queue": 0.5, "uniform": 0.5}, replay_capacity=100, min_replay_unrolls=1, seed=1)
     replayed = []
     stop = threading.Event()
-    mix.next_batch(2, stop)
     for _ in range(5):
         batch = mix.next_batch(2, stop)
         replayed += [{k: v[i] for k, v in batch.items()} for i in range(1, 2)]  # fresh first, then replayed
