@@ -37,11 +37,13 @@ class UnrollReplay:
 
     def add(self, unrolls: Unrolls, update: int) -> None:
         n = len(next(iter(unrolls.values())))
+        if n > self.capacity:  # only the newest fit
+            unrolls, n = {k: v[-self.capacity:] for k, v in unrolls.items()}, self.capacity
         if not self._buffers:
             self._buffers = {k: np.zeros((self.capacity, *v.shape[1:]), v.dtype) for k, v in unrolls.items()}
         positions = (self._next + np.arange(n)) % self.capacity
         for name, buffer in self._buffers.items():
-            buffer[positions] = unrolls[name][-self.capacity:] if n > self.capacity else unrolls[name]
+            buffer[positions] = unrolls[name]
         self._inserted_at[positions] = update
         self._next = int((self._next + n) % self.capacity)
         self._size = min(self.capacity, self._size + n)

@@ -100,6 +100,8 @@ def test_the_replay_evicts_its_oldest_unrolls_and_reports_their_age():
     sample, age = replay.sample(50, update=5)
     assert set(sample["t"][:, 0]) == {2, 3, 4}
     assert age == pytest.approx(5 - np.mean(sample["t"][:, 0]))
+    replay.add({"t": np.arange(10)[:, None].repeat(2, 1)}, 6)  # more at once than it holds: the newest stay
+    assert set(replay.sample(50, update=6)[0]["t"][:, 0]) == {7, 8, 9}
 
 
 def test_a_stopped_mix_returns_none_while_waiting_for_fresh_unrolls():
