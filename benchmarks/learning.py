@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/learning.py atari vtrace --game Pong --frames 10_000_000 --seeds 1 2 3
     .venv/bin/python benchmarks/learning.py atari vtrace --label lam95 --gin_bindings 'VTraceLoss.lambda_=0.95'
     .venv/bin/python benchmarks/learning.py --plot runs/Pong_vtrace_A runs/Pong_vtrace_B --out plots
+    .venv/bin/python benchmarks/learning.py --plot benchmarks/results/learning/pong_*_episodes.csv --label pong_probes
 
 Each seed is one `./run_local.sh ENV AGENT ACTORS ENVS` run (the same learner and actor processes
 over gRPC) in OUT/LABEL_seedN, stopped as Ctrl-C stops it once the environment frames stepped
@@ -11,7 +12,8 @@ mean return over the last `--window` episodes), and for all runs given OUT/LABEL
 public reference points for the game drawn in (the PNG needs matplotlib: pip install -e '.[bench]').
 Prints one JSON line per run: the mean return at 2.5M, 5M, 10M and 20M frames and the frames and
 wall seconds at which it first reached `--threshold` (default: the game's, e.g. +18 for Pong).
-`--plot` draws the same from existing run directories (their episodes.csv) without training.
+`--plot` draws the same from existing run directories (their episodes.csv) or copies of
+episodes.csv files, without training.
 """
 import argparse
 import csv
@@ -38,9 +40,9 @@ THRESHOLDS = {"Pong": 18.0, "Breakout": 100.0, "CartPole-v1": 195.0}
 
 
 def read_episodes(logdir: str) -> List[Tuple[int, float, Optional[float]]]:
-    """(env frames stepped, raw return, Unix time or None) of the training envs' episodes; a row
-    still being written is left out."""
-    path = os.path.join(logdir, "episodes.csv")
+    """(env frames stepped, raw return, Unix time or None) of the training envs' episodes, from a
+    run directory or a copy of its episodes.csv; a row still being written is left out."""
+    path = logdir if os.path.isfile(logdir) else os.path.join(logdir, "episodes.csv")
     if not os.path.exists(path):
         return []
     with open(path) as f:
@@ -175,7 +177,8 @@ def main() -> int:
     parser.add_argument("--window", type=int, default=100, help="episodes in the mean return")
     parser.add_argument("--timeout_s", type=float, default=6 * 3600, help="stops a run after this long")
     parser.add_argument("--report_interval_s", type=float, default=60.0)
-    parser.add_argument("--plot", nargs="+", metavar="RUN_DIR", help="only draw these runs' curves")
+    parser.add_argument("--plot", nargs="+", metavar="RUN_DIR_OR_CSV",
+                        help="only draw these runs' curves (run directories or episodes.csv files)")
     args = parser.parse_args()
     if args.frames < 1 or args.window < 1 or args.actors < 1 or args.envs < 1:
         parser.error("--frames, --window, --actors and --envs must be positive")
@@ -184,10 +187,10 @@ def main() -> int:
     os.makedirs(args.out, exist_ok=True)
 
     if args.plot:
-        missing = [d for d in args.plot if not os.path.exists(os.path.join(d, "episodes.csv"))]
+        missing = [d for d in args.plot if not os.path.isfile(d) and not os.path.exists(os.path.join(d, "episodes.csv"))]
         if missing:
             parser.error(f"no episodes.csv in {', '.join(missing)}")
-        runs = [(os.path.basename(os.path.normpath(d)), d, None) for d in args.plot]
+        runs = [(os.path.splitext(os.path.basename(os.path.normpath(d)))[0], d, None) for d in args.plot]
     else:
         runs = []
         for seed in args.seeds:

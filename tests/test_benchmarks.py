@@ -113,3 +113,8 @@ def test_learning_benchmark_reads_existing_runs_returns_at_frame_marks_and_the_f
     assert (summary["threshold"], summary["frames_to_threshold"], summary["wall_s_to_threshold"]) == (18.0, 4_100_000, 4000.0)
     assert summary["episodes"] == 60  # the evaluation episode is left out
     assert (tmp_path / "out" / "run.csv").exists() and (tmp_path / "out" / "existing.png").exists()
+    # A copy of episodes.csv reads the same; the run takes the file's name.
+    (tmp_path / "copy_episodes.csv").write_text((run / "episodes.csv").read_text())
+    (copied,) = run_benchmark("learning.py", "--plot", str(tmp_path / "copy_episodes.csv"), "--out",
+                              str(tmp_path / "out"), "--window", "3", "--label", "copied")
+    assert copied["run"] == "copy_episodes" and copied["frames_to_threshold"] == 4_100_000
