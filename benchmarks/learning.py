@@ -7,7 +7,7 @@
 
 Each seed is one `./run_local.sh ENV AGENT ACTORS ENVS` run (the same learner and actor processes
 over gRPC) in OUT/LABEL_seedN, stopped as Ctrl-C stops it once the environment frames stepped
-pass `--frames`. Per run it writes OUT/LABEL_seedN.csv (environment frames stepped, wall seconds,
+pass `--frames`. Per run it writes OUT/LABEL_seedN_curve.csv (environment frames stepped, wall seconds,
 mean return over the last `--window` episodes), and for all runs given OUT/LABEL.png with the
 public reference points for the game drawn in (the PNG needs matplotlib: pip install -e '.[bench]').
 Prints one JSON line per run: the mean return at 2.5M, 5M, 10M and 20M frames and the frames and
@@ -211,7 +211,7 @@ def main() -> int:
             started = next((e[2] for e in episodes if e[2] is not None), None)
         rows = curve(episodes, args.window, started)
         curves[name] = rows
-        write_csv(os.path.join(args.out, f"{name}.csv"), rows)
+        write_csv(os.path.join(args.out, f"{name}_curve.csv"), rows)
         launched = {} if args.plot else {"env": args.env, "agent": args.agent, "actors": args.actors,
                                          "envs_per_actor": args.envs, "gin_bindings": args.gin_bindings}
         print(json.dumps({"benchmark": "learning", "run": name, "game": game, **launched,

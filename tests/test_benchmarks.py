@@ -83,7 +83,7 @@ def test_learning_benchmark_trains_a_real_run_to_its_frame_budget_and_writes_its
     assert [r["run"] for r in summary] == ["smoke_seed3"]
     assert summary[0]["final_frames"] >= 8000 and summary[0]["frames_to_threshold"] is not None
     assert any("env_frames" in r and "benchmark" not in r for r in records), "no progress line"
-    lines = (tmp_path / "smoke_seed3.csv").read_text().splitlines()
+    lines = (tmp_path / "smoke_seed3_curve.csv").read_text().splitlines()
     assert lines[0] == "env_frames,wall_s,mean_return_last_100"
     rows = [[float(x) for x in line.split(",")] for line in lines[1:]]
     assert len(rows) == summary[0]["episodes"] > 5
@@ -112,7 +112,7 @@ def test_learning_benchmark_reads_existing_runs_returns_at_frame_marks_and_the_f
     # the first episode.
     assert (summary["threshold"], summary["frames_to_threshold"], summary["wall_s_to_threshold"]) == (18.0, 4_100_000, 4000.0)
     assert summary["episodes"] == 60  # the evaluation episode is left out
-    assert (tmp_path / "out" / "run.csv").exists() and (tmp_path / "out" / "existing.png").exists()
+    assert (tmp_path / "out" / "run_curve.csv").exists() and (tmp_path / "out" / "existing.png").exists()
     # A copy of episodes.csv reads the same; the run takes the file's name.
     (tmp_path / "copy_episodes.csv").write_text((run / "episodes.csv").read_text())
     (copied,) = run_benchmark("learning.py", "--plot", str(tmp_path / "copy_episodes.csv"), "--out",
