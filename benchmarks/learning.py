@@ -196,13 +196,11 @@ def main() -> int:
         for seed in args.seeds:
             name = f"{args.label}_seed{seed}"
             logdir = os.path.join(args.out, name)
-            started = time.time()
+            runs.append((name, logdir, time.time()))
             try:
                 train(args, seed, logdir)
             except KeyboardInterrupt:  # report what was trained, then stop
-                runs.append((name, logdir, started))
                 break
-            runs.append((name, logdir, started))
 
     curves = {}
     for name, logdir, started in runs:

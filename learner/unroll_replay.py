@@ -84,50 +84,63 @@ def check_sources(sources: Dict[str, float], name: str) -> Dict[str, float]:
 class UnrollMix:
     """The training thread's batches: the queue's fresh unrolls plus samples of the replays.
 
-    Before the first batch the replays are filled with fresh unrolls (the queue's share at a
-    time) up to `min_replay_unrolls`; those count as consumed with that batch. `last_fresh` is
-    the number of fresh unrolls the last batch consumed: the environment frames it stands for."""
+    The counts per source follow from the ratios and the batch size once, at construction,
+    where a mix that could never form a batch is refused. Before the first batch the replays
+    are filled with fresh unrolls (the queue's share at a time) up to `min_replay_unrolls`;
+    those count as consumed with that batch. `last_fresh` is the number of fresh unrolls the
+    last batch consumed: the environment frames it stands for."""
 
-    def __init__(self, queue: UnrollQueue, sources: Dict[str, float], replay_capacity: int,
-                 min_replay_unrolls: int, seed: Optional[int] = None):
+    def __init__(self, queue: UnrollQueue, sources: Dict[str, float], batch_size: int, replay_capacity: int,
+                 min_replay_unrolls: int, seed: Optional[int] = None, name: str = "VTraceAgent"):
+        sources = check_sources(sources, f"{name}.sources")
+        self.counts = dict(zip(sources, (int(c) for c in split_counts(batch_size, list(sources.values())))))
+        self.fresh_per_batch = self.counts["queue"]
+        if self.fresh_per_batch == 0:
+            raise ValueError(f"{name}.sources: a 'queue' share of {sources['queue']:g} of batch_size "
+                             f"{batch_size} is no fresh unroll per batch; raise the share or the batch size")
+        if self.fresh_per_batch > queue.capacity:  # the batch would wait for ever for its fresh share
+            raise ValueError(f"{name}: each batch takes {self.fresh_per_batch} fresh unrolls but "
+                             f"unroll_queue_capacity is {queue.capacity}; raise unroll_queue_capacity to at "
+                             f"least {self.fresh_per_batch} or lower batch_size")
+        if len(sources) > 1 and min_replay_unrolls > replay_capacity:
+            raise ValueError(f"{name}: min_replay_unrolls ({min_replay_unrolls}) must not exceed "
+                             f"replay_capacity ({replay_capacity})")
         self.queue = queue
-        self.kinds = list(sources)
-        self.ratios = [sources[k] for k in self.kinds]
-        self.replays = {k: UnrollReplay(replay_capacity, seed) for k in self.kinds if k != "queue"}
+        self.shares = {k: c / batch_size for k, c in self.counts.items()}
+        self.replays = {k: UnrollReplay(replay_capacity, seed) for k in sources if k != "queue"}
         self.min_replay_unrolls = min_replay_unrolls
         self.updates = 0
         self.last_fresh = 0
-        self.last_shares: Dict[str, float] = {}
         self.last_replay_age = 0.0
 
-    def next_batch(self, batch_size: int, stop: threading.Event) -> Optional[Unrolls]:
-        counts = dict(zip(self.kinds, split_counts(batch_size, self.ratios)))
+    def next_batch(self, stop: threading.Event) -> Optional[Unrolls]:
         consumed = 0
         while any(len(replay) < self.min_replay_unrolls for replay in self.replays.values()):
-            filling = self.queue.get_batch(int(counts["queue"]), stop)
+            filling = self.queue.get_batch(self.fresh_per_batch, stop)
             if filling is None:
                 return None
             for replay in self.replays.values():
                 replay.add(filling, self.updates)
-            consumed += int(counts["queue"])
-        fresh = self.queue.get_batch(int(counts["queue"]), stop)
+            consumed += self.fresh_per_batch
+        fresh = self.queue.get_batch(self.fresh_per_batch, stop)
         if fresh is None:
             return None
         parts, ages = [fresh], []
         for kind, replay in self.replays.items():
-            if counts[kind]:
-                sample, age = replay.sample(int(counts[kind]), self.updates)
+            if self.counts[kind]:
+                sample, age = replay.sample(self.counts[kind], self.updates)
                 parts.append(sample)
                 ages.append(age)
             replay.add(fresh, self.updates)  # after sampling: a batch never holds one unroll twice over
         self.updates += 1
-        self.last_fresh = consumed + int(counts["queue"])
-        self.last_shares = {k: counts[k] / batch_size for k in self.kinds}
+        self.last_fresh = consumed + self.fresh_per_batch
         self.last_replay_age = float(np.mean(ages)) if ages else 0.0
         return {k: np.concatenate([p[k] for p in parts]) if len(parts) > 1 else fresh[k] for k in fresh}
 
     def metrics(self) -> Dict[str, float]:
-        out = {f"data/share_{k}": v for k, v in self.last_shares.items()}
+        if not self.updates:  # no batch formed yet
+            return {}
+        out = {f"data/share_{k}": v for k, v in self.shares.items()}
         out.update({f"data/{k}_size": float(len(r)) for k, r in self.replays.items()})
         if self.replays:
             out["data/replay_age_updates"] = self.last_replay_age

@@ -11,7 +11,7 @@ from learner.batcher import LearnerStopped
 from learner.inference import batched_policy
 from learner.optimizers import create_optimizer
 from learner.slots import StepInputs
-from learner.unroll_replay import UnrollMix, check_sources, split_counts
+from learner.unroll_replay import UnrollMix
 from learner.unrolls import UnrollQueue, UnrollStore
 from learner.vtrace_training import VTraceTrainer
 from seed.codec import EnvStepBatch
@@ -44,22 +44,12 @@ class VTraceAgent:
         require_positive("VTraceAgent", unroll_length=unroll_length, batch_size=batch_size,
                          unroll_queue_capacity=unroll_queue_capacity, replay_capacity=replay_capacity,
                          min_replay_unrolls=min_replay_unrolls)
-        sources = check_sources(sources or {"queue": 1.0}, "VTraceAgent.sources")
         strategy = strategy or tf.distribute.get_strategy()
+        self.queue = UnrollQueue(unroll_queue_capacity)
+        self.data = UnrollMix(self.queue, sources or {"queue": 1.0}, batch_size, replay_capacity, min_replay_unrolls)
         self.frames_per_unroll = unroll_length * spec.frames_per_step
         # The fresh frames of a mixed batch (the learning-rate schedule and benchmarks count by it).
-        fresh_per_batch = split_counts(batch_size, list(sources.values()))[list(sources).index("queue")]
-        if fresh_per_batch == 0:
-            raise ValueError(f"VTraceAgent.sources: a 'queue' share of {sources['queue']:g} of batch_size "
-                             f"{batch_size} is no fresh unroll per batch; raise the share or the batch size")
-        if fresh_per_batch > unroll_queue_capacity:  # the batch would wait for ever for its fresh share
-            raise ValueError(f"VTraceAgent: each batch takes {fresh_per_batch} fresh unrolls but "
-                             f"unroll_queue_capacity is {unroll_queue_capacity}; raise unroll_queue_capacity to at "
-                             f"least {fresh_per_batch} or lower batch_size")
-        if len(sources) > 1 and min_replay_unrolls > replay_capacity:
-            raise ValueError(f"VTraceAgent: min_replay_unrolls ({min_replay_unrolls}) must not exceed "
-                             f"replay_capacity ({replay_capacity})")
-        self.frames_per_update = int(fresh_per_batch) * self.frames_per_unroll
+        self.frames_per_update = self.data.fresh_per_batch * self.frames_per_unroll
         with strategy.scope():  # mirrored variables when training on several replicas
             self.network = ActorCriticNetwork(spec.num_actions, (*spec.observation_shape, num_stacked_frames),
                                               spec.observation_dtype)
@@ -67,8 +57,6 @@ class VTraceAgent:
                 num_training_steps=total_environment_frames // self.frames_per_update)
         self.trainer = VTraceTrainer(self.network, self.optimizer, strategy=strategy)
         self.batch_size = batch_size
-        self.queue = UnrollQueue(unroll_queue_capacity)
-        self.data = UnrollMix(self.queue, sources, replay_capacity, min_replay_unrolls)
         self.unrolls = UnrollStore(max_slots, unroll_length, {
             "observation": (self.network.observation_shape, spec.observation_dtype),
             "reward": ((), "float32"), "first": ((), "bool"), "terminated": ((), "bool"),
@@ -101,7 +89,7 @@ class VTraceAgent:
         self.unrolls.reset(slot_ids)
 
     def next_batch(self, stop: threading.Event) -> Optional[Dict[str, np.ndarray]]:
-        return self.data.next_batch(self.batch_size, stop)
+        return self.data.next_batch(stop)
 
     def update(self, batch) -> Tuple[Dict[str, float], int]:
         """Returns the update's metrics and the environment frames it consumed (its fresh unrolls')."""

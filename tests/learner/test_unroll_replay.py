@@ -56,15 +56,16 @@ def fill_queue(queue, groups):
 def test_a_mix_fills_its_replay_first_then_draws_its_sources_in_the_configured_ratio():
     queue = UnrollQueue(1000)
     fill_queue(queue, slot_steps(make_store(), np.arange(8), 41))  # 10 unrolls per slot
-    mix = UnrollMix(queue, {"queue": 0.25, "uniform": 0.75}, replay_capacity=64, min_replay_unrolls=8, seed=0)
+    mix = UnrollMix(queue, {"queue": 0.25, "uniform": 0.75}, batch_size=8, replay_capacity=64,
+                    min_replay_unrolls=8, seed=0)
     stop = threading.Event()
-    first = mix.next_batch(8, stop)
+    first = mix.next_batch(stop)
     # Four takes of 2 fill the replay to 8, then the batch takes 2 fresh and samples 6.
-    assert mix.last_fresh == 8 + 2 and mix.last_shares == {"queue": 0.25, "uniform": 0.75}
+    assert mix.last_fresh == 8 + 2 and mix.shares == {"queue": 0.25, "uniform": 0.75}
     assert first["t"].shape == (8, T + 1) and len(mix.replays["uniform"]) == 10
     for _ in range(5):
-        batch = mix.next_batch(8, stop)
-        assert mix.last_fresh == 2 and mix.last_shares == {"queue": 0.25, "uniform": 0.75}
+        batch = mix.next_batch(stop)
+        assert mix.last_fresh == 2 and mix.shares == {"queue": 0.25, "uniform": 0.75}
         assert batch["t"].shape == (8, T + 1)
     assert len(mix.replays["uniform"]) == 10 + 5 * 2
     assert len(queue) == 80 - 10 - 5 * 2
@@ -76,11 +77,12 @@ def test_replayed_unrolls_are_whole_unrolls_of_one_slot_with_the_logits_they_wer
            ({k: v[i] for k, v in group.items()} for i in range(len(group["t"])))]
     queue = UnrollQueue(1000)
     fill_queue(queue, slot_steps(make_store(), np.array([1, 5, 6]), 4 * T + 1))
-    mix = UnrollMix(queue, {"queue": 0.5, "uniform": 0.5}, replay_capacity=100, min_replay_unrolls=1, seed=1)
+    mix = UnrollMix(queue, {"queue": 0.5, "uniform": 0.5}, batch_size=2, replay_capacity=100,
+                    min_replay_unrolls=1, seed=1)
     replayed = []
     stop = threading.Event()
     for _ in range(5):
-        batch = mix.next_batch(2, stop)
+        batch = mix.next_batch(stop)
         replayed += [{k: v[i] for k, v in batch.items()} for i in range(1, 2)]  # fresh first, then replayed
     for unroll in replayed:
         assert len(set(unroll["slot"])) == 1, "a replayed unroll spans two slots"
@@ -105,7 +107,7 @@ def test_the_replay_evicts_its_oldest_unrolls_and_reports_their_age():
 
 
 def test_a_stopped_mix_returns_none_while_waiting_for_fresh_unrolls():
-    mix = UnrollMix(UnrollQueue(4), {"queue": 1.0}, replay_capacity=4, min_replay_unrolls=1)
+    mix = UnrollMix(UnrollQueue(4), {"queue": 1.0}, batch_size=2, replay_capacity=4, min_replay_unrolls=1)
     stop = threading.Event()
     stop.set()
-    assert mix.next_batch(2, stop) is None
+    assert mix.next_batch(stop) is None
