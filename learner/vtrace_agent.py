@@ -32,6 +32,11 @@ class VTraceAgent:
     0.6 MB each on Atari). `{'queue': 0.5, 'uniform': 0.5}` trains every environment
     step about twice. Training starts once the replays hold `min_replay_unrolls`. The frame
     counter counts the fresh frames each update consumed (the first one's include the fill).
+
+    `epochs` passes over each batch, each in `minibatches` shuffled minibatches of whole unrolls
+    (`batch_size` must divide by it), so a batch makes epochs x minibatches gradient steps, as PPO
+    does; pair several epochs with `VTraceLoss.clip_epsilon`. The learning-rate schedule counts
+    those gradient steps.
     """
 
     evaluation_slots = None
@@ -39,11 +44,14 @@ class VTraceAgent:
     def __init__(self, spec: EnvSpec, num_stacked_frames: int, max_slots: int, total_environment_frames: int,
                  stop: threading.Event, unroll_length: int = 20, batch_size: int = 32,
                  unroll_queue_capacity: int = 64, sources: Optional[Dict[str, float]] = None,
-                 replay_capacity: int = 1024, min_replay_unrolls: int = 64,
-                 strategy: Optional[tf.distribute.Strategy] = None):
+                 replay_capacity: int = 1024, min_replay_unrolls: int = 64, epochs: int = 1,
+                 minibatches: int = 1, strategy: Optional[tf.distribute.Strategy] = None):
         require_positive("VTraceAgent", unroll_length=unroll_length, batch_size=batch_size,
                          unroll_queue_capacity=unroll_queue_capacity, replay_capacity=replay_capacity,
-                         min_replay_unrolls=min_replay_unrolls)
+                         min_replay_unrolls=min_replay_unrolls, epochs=epochs, minibatches=minibatches)
+        if batch_size % minibatches:
+            raise ValueError(f"VTraceAgent.batch_size={batch_size} does not split into minibatches={minibatches} "
+                             "equal minibatches of whole unrolls; make batch_size a multiple of minibatches")
         strategy = strategy or tf.distribute.get_strategy()
         self.queue = UnrollQueue(unroll_queue_capacity)
         self.data = UnrollMix(self.queue, sources or {"queue": 1.0}, batch_size, replay_capacity, min_replay_unrolls)
@@ -54,9 +62,12 @@ class VTraceAgent:
             self.network = ActorCriticNetwork(spec.num_actions, (*spec.observation_shape, num_stacked_frames),
                                               spec.observation_dtype)
             self.optimizer = create_optimizer(
-                num_training_steps=total_environment_frames // self.frames_per_update)
+                num_training_steps=total_environment_frames // self.frames_per_update * epochs * minibatches)
         self.trainer = VTraceTrainer(self.network, self.optimizer, strategy=strategy)
         self.batch_size = batch_size
+        self.epochs = epochs
+        self.minibatches = minibatches
+        self._shuffle = np.random.default_rng()
         self.unrolls = UnrollStore(max_slots, unroll_length, {
             "observation": (self.network.observation_shape, spec.observation_dtype),
             "reward": ((), "float32"), "first": ((), "bool"), "terminated": ((), "bool"),
@@ -92,8 +103,17 @@ class VTraceAgent:
         return self.data.next_batch(stop)
 
     def update(self, batch) -> Tuple[Dict[str, float], int]:
-        """Returns the update's metrics and the environment frames it consumed (its fresh unrolls')."""
-        metrics = self.trainer.update(batch)
+        """Returns the update's metrics (averaged over its gradient steps) and the environment frames it
+        consumed (its fresh unrolls')."""
+        if self.epochs == 1 and self.minibatches == 1:
+            metrics = self.trainer.update(batch)
+        else:
+            steps = []
+            for _ in range(self.epochs):
+                for indices in np.array_split(self._shuffle.permutation(self.batch_size), self.minibatches):
+                    steps.append(self.trainer.update({k: v[indices] for k, v in batch.items()}))
+            metrics = {k: np.mean([m[k] for m in steps]) for k in steps[0]}
+            metrics["update_applied"] = any(m["update_applied"] for m in steps)
         return metrics, self.data.last_fresh * self.frames_per_unroll if metrics["update_applied"] else 0
 
     def trackables(self) -> Dict[str, object]:

@@ -19,12 +19,18 @@ class VTraceLoss:
 
     def __init__(self, discount: float = 0.99, lambda_: float = 1.0, clip_rho_threshold: float = 1.0,
                  clip_c_threshold: float = 1.0, clip_pg_rho_threshold: float = 1.0,
-                 baseline_cost: float = 0.5, entropy_cost: float = 0.01, normalize_advantages: bool = False):
+                 baseline_cost: float = 0.5, entropy_cost: float = 0.01, normalize_advantages: bool = False,
+                 clip_epsilon: float = 0.0):
         """`normalize_advantages` divides the policy-gradient advantages by their standard deviation
         over the batch's valid steps (as PPO does), so the policy term's scale no longer follows the
         reward scale and `entropy_cost` weighs against a term of size ~1. Under a distribution
-        strategy each replica normalises by its own share's deviation."""
-        require_fraction("VTraceLoss", discount=discount, lambda_=lambda_)
+        strategy each replica normalises by its own share's deviation.
+
+        `clip_epsilon` > 0 replaces IMPALA's policy gradient by PPO's clipped surrogate on the V-trace
+        advantages (as APPO does): the ratio pi/mu weighs each step and is clipped to 1 +- epsilon, so
+        several epochs over one batch (`VTraceAgent.epochs`) cannot push the policy far from the one
+        that acted. The value targets stay V-trace's. 0 keeps IMPALA's loss."""
+        require_fraction("VTraceLoss", discount=discount, lambda_=lambda_, clip_epsilon=clip_epsilon)
         require_non_negative("VTraceLoss", clip_rho_threshold=clip_rho_threshold, clip_c_threshold=clip_c_threshold,
                              clip_pg_rho_threshold=clip_pg_rho_threshold, baseline_cost=baseline_cost,
                              entropy_cost=entropy_cost)
@@ -36,6 +42,7 @@ class VTraceLoss:
         self.baseline_cost = baseline_cost
         self.entropy_cost = entropy_cost
         self.normalize_advantages = normalize_advantages
+        self.clip_epsilon = clip_epsilon
 
     def __call__(self, agent: ActorCriticNetwork, unrolls: Dict[str, tf.Tensor]):
         """`unrolls` holds time-major [T+1, B, ...] tensors; returns (total loss, metrics)."""
@@ -51,14 +58,17 @@ class VTraceLoss:
         done = tf.cast(unrolls["terminated"] | unrolls["truncated"], tf.float32)
         valid = 1.0 - done[:-1]
         discounts = self.discount * (1.0 - tf.cast(unrolls["terminated"][1:], tf.float32))
+        log_rhos = target_log_probs - behaviour_log_probs
         returns = vtrace.vtrace_returns(
-            target_log_probs - behaviour_log_probs, discounts, unrolls["reward"][1:], values,
-            outputs.baseline[-1], valid, self.clip_rho_threshold, self.clip_c_threshold,
-            self.clip_pg_rho_threshold, self.lambda_)
-        advantages = returns.pg_advantages
+            log_rhos, discounts, unrolls["reward"][1:], values, outputs.baseline[-1], valid,
+            self.clip_rho_threshold, self.clip_c_threshold, self.clip_pg_rho_threshold, self.lambda_)
+        advantages = returns.advantages if self.clip_epsilon else returns.pg_advantages
         if self.normalize_advantages:
             advantages = vtrace.normalize(advantages, valid)
-        pg_loss = vtrace.policy_gradient_loss(logits, actions, advantages, valid)
+        if self.clip_epsilon:
+            pg_loss = vtrace.clipped_surrogate_loss(log_rhos, advantages, valid, self.clip_epsilon)
+        else:
+            pg_loss = vtrace.policy_gradient_loss(logits, actions, advantages, valid)
         baseline_loss = vtrace.baseline_loss(returns.vs, values, valid)
         entropy_loss = vtrace.entropy_loss(logits, valid)
         total = pg_loss + self.baseline_cost * baseline_loss + self.entropy_cost * entropy_loss

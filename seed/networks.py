@@ -24,41 +24,51 @@ class AgentOutput(NamedTuple):
     baseline: tf.Tensor
 
 
-def nature_cnn() -> keras.Sequential:
+def nature_cnn(initializer="glorot_uniform") -> keras.Sequential:
     """Mnih et al. 2015: three convolutions and a 512-unit layer."""
     return keras.Sequential([
-        keras.layers.Conv2D(32, 8, strides=4, activation="relu"),
-        keras.layers.Conv2D(64, 4, strides=2, activation="relu"),
-        keras.layers.Conv2D(64, 3, strides=1, activation="relu"),
+        keras.layers.Conv2D(32, 8, strides=4, activation="relu", kernel_initializer=initializer),
+        keras.layers.Conv2D(64, 4, strides=2, activation="relu", kernel_initializer=initializer),
+        keras.layers.Conv2D(64, 3, strides=1, activation="relu", kernel_initializer=initializer),
         keras.layers.Flatten(),
-        keras.layers.Dense(512, activation="relu"),
+        keras.layers.Dense(512, activation="relu", kernel_initializer=initializer),
     ], name="nature_cnn")
 
 
 class _ResidualBlock(keras.layers.Layer):
-    def __init__(self, channels: int, **kwargs):
+    def __init__(self, channels: int, initializer="glorot_uniform", **kwargs):
         super().__init__(**kwargs)
-        self.conv1 = keras.layers.Conv2D(channels, 3, padding="same")
-        self.conv2 = keras.layers.Conv2D(channels, 3, padding="same")
+        self.conv1 = keras.layers.Conv2D(channels, 3, padding="same", kernel_initializer=initializer)
+        self.conv2 = keras.layers.Conv2D(channels, 3, padding="same", kernel_initializer=initializer)
 
     def call(self, x):
         return x + self.conv2(tf.nn.relu(self.conv1(tf.nn.relu(x))))
 
 
-def impala_resnet(channels: Sequence[int] = (16, 32, 32)) -> keras.Sequential:
+def impala_resnet(initializer="glorot_uniform", channels: Sequence[int] = (16, 32, 32)) -> keras.Sequential:
     """IMPALA's deep torso: per stack a conv, a max-pool and two residual blocks (15 convs)."""
     layers = []
     for c in channels:
-        layers += [keras.layers.Conv2D(c, 3, padding="same"),
+        layers += [keras.layers.Conv2D(c, 3, padding="same", kernel_initializer=initializer),
                    keras.layers.MaxPooling2D(3, strides=2, padding="same"),
-                   _ResidualBlock(c), _ResidualBlock(c)]
-    layers += [keras.layers.ReLU(), keras.layers.Flatten(), keras.layers.Dense(256, activation="relu")]
+                   _ResidualBlock(c, initializer), _ResidualBlock(c, initializer)]
+    layers += [keras.layers.ReLU(), keras.layers.Flatten(),
+               keras.layers.Dense(256, activation="relu", kernel_initializer=initializer)]
     return keras.Sequential(layers, name="impala_resnet")
 
 
-def mlp(hidden_sizes: Sequence[int] = (64, 64)) -> keras.Sequential:
+def mlp(initializer="glorot_uniform", hidden_sizes: Sequence[int] = (64, 64)) -> keras.Sequential:
     return keras.Sequential([keras.layers.Flatten()] +
-                            [keras.layers.Dense(h, activation="tanh") for h in hidden_sizes], name="mlp")
+                            [keras.layers.Dense(h, activation="tanh", kernel_initializer=initializer)
+                             for h in hidden_sizes], name="mlp")
+
+
+INITIALIZATIONS = ("glorot", "orthogonal")
+
+
+def _initializer(initialization: str, gain: float):
+    """Keras' default (Glorot uniform), or orthogonal weights scaled by `gain` (PPO's usual choice)."""
+    return "glorot_uniform" if initialization == "glorot" else keras.initializers.Orthogonal(gain)
 
 
 TORSOS = {"nature_cnn": nature_cnn, "impala_resnet": impala_resnet, "mlp": mlp}
@@ -73,8 +83,11 @@ class RecurrentNetwork(tf.Module):
     """
 
     def __init__(self, name: str, num_actions: int, observation_shape: Sequence[int], observation_dtype: str,
-                 torso: Optional[str], lstm_units: int, mlp_hidden_sizes: Sequence[int]):
+                 torso: Optional[str], lstm_units: int, mlp_hidden_sizes: Sequence[int],
+                 initialization: str = "glorot"):
         super().__init__(name=name)
+        if initialization not in INITIALIZATIONS:
+            raise ValueError(f"unknown initialization {initialization!r}; use one of {INITIALIZATIONS}")
         if torso is None:  # the usual choice for the observation's kind
             torso = "nature_cnn" if len(observation_shape) == 3 else "mlp"
         if torso not in TORSOS:
@@ -87,7 +100,10 @@ class RecurrentNetwork(tf.Module):
         self.observation_shape = tuple(observation_shape)
         self.observation_dtype = observation_dtype
         self._scale = 1.0 / 255.0 if observation_dtype == "uint8" else 1.0
-        self._torso = TORSOS[torso](mlp_hidden_sizes) if torso == "mlp" else TORSOS[torso]()
+        # Gain sqrt(2) suits ReLU layers; the PPO implementations we compare with use it for tanh MLPs too.
+        torso_init = _initializer(initialization, 2 ** 0.5)
+        self._torso = (TORSOS[torso](torso_init, mlp_hidden_sizes) if torso == "mlp"
+                       else TORSOS[torso](torso_init))
         self._core = keras.layers.LSTMCell(lstm_units) if lstm_units else None
         self._head_layers = []
 
@@ -168,11 +184,16 @@ class ActorCriticNetwork(RecurrentNetwork):
     """V-trace's network: policy logits and a baseline value."""
 
     def __init__(self, num_actions: int, observation_shape: Sequence[int], observation_dtype: str,
-                 torso: Optional[str] = None, lstm_units: int = 0, mlp_hidden_sizes: Sequence[int] = (64, 64)):
+                 torso: Optional[str] = None, lstm_units: int = 0, mlp_hidden_sizes: Sequence[int] = (64, 64),
+                 initialization: str = "glorot"):
+        """`initialization` 'orthogonal' draws orthogonal weights (gain sqrt(2) in the torso, 0.01 on
+        the policy head, 1 on the baseline), so the first policy is nearly uniform; Keras' Glorot
+        default ('glorot') starts a Nature-CNN policy on Pong at about half the maximum entropy."""
         super().__init__("actor_critic", num_actions, observation_shape, observation_dtype, torso, lstm_units,
-                         mlp_hidden_sizes)
-        self._policy = keras.layers.Dense(num_actions, name="policy_logits")
-        self._baseline = keras.layers.Dense(1, name="baseline")
+                         mlp_hidden_sizes, initialization)
+        self._policy = keras.layers.Dense(num_actions, name="policy_logits",
+                                          kernel_initializer=_initializer(initialization, 0.01))
+        self._baseline = keras.layers.Dense(1, name="baseline", kernel_initializer=_initializer(initialization, 1.0))
         self._head_layers = [self._policy, self._baseline]
         self._build()
 

@@ -18,7 +18,8 @@ import tensorflow as tf
 
 class VTraceReturns(NamedTuple):
     vs: tf.Tensor  # [T, B] value targets
-    pg_advantages: tf.Tensor  # [T, B]
+    pg_advantages: tf.Tensor  # [T, B]: IMPALA's, weighted by the clipped importance ratio
+    advantages: tf.Tensor  # [T, B]: r_s + gamma v_{s+1} - V(x_s), unweighted (a clipped surrogate weighs them)
 
 
 def vtrace_returns(log_rhos, discounts, rewards, values, bootstrap_value, valid,
@@ -46,9 +47,10 @@ def vtrace_returns(log_rhos, discounts, rewards, values, bootstrap_value, valid,
     vs = vs_minus_v + values
     vs_t_plus_1 = tf.concat([vs[1:], bootstrap_value[None]], axis=0)
     clipped_pg_rhos = tf.minimum(clip_pg_rho_threshold, rhos)
+    advantages = valid * (rewards + discounts * vs_t_plus_1 - values)
     # A_s = rho_s (r_s + gamma v_{s+1} - V(x_s))   (IMPALA eq. 4)
-    pg_advantages = valid * clipped_pg_rhos * (rewards + discounts * vs_t_plus_1 - values)
-    return VTraceReturns(tf.stop_gradient(vs), tf.stop_gradient(pg_advantages))
+    pg_advantages = clipped_pg_rhos * advantages
+    return VTraceReturns(tf.stop_gradient(vs), tf.stop_gradient(pg_advantages), tf.stop_gradient(advantages))
 
 
 def masked_mean(x, valid):
@@ -66,6 +68,16 @@ def policy_gradient_loss(logits, actions, advantages, valid):
     """-E[log pi(a_s|x_s) A_s] over the valid transitions."""
     log_probs = -tf.nn.sparse_softmax_cross_entropy_with_logits(labels=actions, logits=logits)
     return -masked_mean(log_probs * tf.stop_gradient(advantages), valid)
+
+
+def clipped_surrogate_loss(log_rhos, advantages, valid, epsilon):
+    """PPO's clipped objective, -E[min(rho A, clip(rho, 1-eps, 1+eps) A)] with rho = pi/mu against the
+    behaviour policy: once pi has moved eps away from mu on a step, that step stops pushing it further,
+    which is what makes several passes over the same unrolls safe."""
+    rhos = tf.exp(log_rhos)
+    advantages = tf.stop_gradient(advantages)
+    surrogate = tf.minimum(rhos * advantages, tf.clip_by_value(rhos, 1.0 - epsilon, 1.0 + epsilon) * advantages)
+    return -masked_mean(surrogate, valid)
 
 
 def baseline_loss(vs, values, valid):

@@ -78,3 +78,46 @@ def test_normalized_advantages_make_the_policy_term_independent_of_the_reward_sc
     assert large == pytest.approx(small, rel=1e-3)
     small, large = policy_losses(normalize=False)
     assert large == pytest.approx(10 * small, rel=1e-2)
+
+
+def test_epochs_and_minibatches_take_that_many_gradient_steps_on_whole_unrolls_and_count_frames_once():
+    import threading
+
+    from learner.vtrace_agent import VTraceAgent
+    from seed.specs import EnvSpec
+
+    spec = EnvSpec((4,), "float32", 2, 1)
+    agent = VTraceAgent(spec, num_stacked_frames=1, max_slots=4, total_environment_frames=10 ** 6,
+                        stop=threading.Event(), unroll_length=5, batch_size=4, epochs=3, minibatches=2)
+    rng = np.random.default_rng(2)
+    stop = threading.Event()
+    assert agent.queue.put(random_unrolls(rng, 4, 5, (4, 1), "float32", 2, 0), stop)
+    seen = []
+    update = agent.trainer.update
+    agent.trainer.update = lambda batch: seen.append(batch["reward"].shape) or update(batch)
+    metrics, frames = agent.update(agent.next_batch(stop))
+    assert seen == [(2, 6)] * 6  # 3 epochs x 2 minibatches of 2 whole unrolls (T+1 = 6 steps)
+    assert int(agent.optimizer.iterations.numpy()) == 6
+    assert frames == 4 * 5 and metrics["update_applied"] and np.isfinite(metrics["loss/total"])
+
+
+def test_batch_that_does_not_split_into_minibatches_is_refused_with_the_fix():
+    import threading
+
+    from learner.vtrace_agent import VTraceAgent
+    from seed.specs import EnvSpec
+
+    with pytest.raises(ValueError, match="batch_size=6 does not split into minibatches=4.*multiple of minibatches"):
+        VTraceAgent(EnvSpec((4,), "float32", 2, 1), num_stacked_frames=1, max_slots=4,
+                    total_environment_frames=10 ** 6, stop=threading.Event(), batch_size=6, minibatches=4)
+
+
+def test_clipped_surrogate_loss_trains():
+    from learner.vtrace_training import VTraceLoss
+
+    rng = np.random.default_rng(5)
+    agent = ActorCriticNetwork(3, (4, 1), "float32", torso="mlp", initialization="orthogonal")
+    trainer = VTraceTrainer(agent, create_optimizer(100), loss=VTraceLoss(clip_epsilon=0.2,
+                                                                          normalize_advantages=True))
+    metrics = trainer.update(random_unrolls(rng, 3, 5, (4, 1), "float32", 3, 0))
+    assert metrics["update_applied"] and np.isfinite(metrics["loss/policy"])

@@ -58,3 +58,26 @@ def test_dueling_q_network_advantages_average_to_zero_around_the_value():
                                           agent.initial_state(2))[0])
     assert q.shape == (2, 4) and state.shape == (2, 32)
     np.testing.assert_allclose(tf.reduce_mean(q, -1).numpy(), value[:, 0].numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("torso, obs_shape, obs_dtype", [("nature_cnn", (84, 84, 4), "uint8"),
+                                                         ("mlp", (4,), "float32")])
+def test_orthogonal_initialization_starts_the_policy_near_uniform(torso, obs_shape, obs_dtype):
+    rng = np.random.default_rng(0)
+    if obs_dtype == "uint8":
+        obs = rng.integers(0, 255, (32, *obs_shape), dtype=np.uint8)
+    else:
+        obs = rng.normal(size=(32, *obs_shape)).astype(np.float32)
+    inputs = (tf.zeros([32], tf.int32), EnvOutput(tf.zeros([32]), tf.zeros([32], tf.bool), tf.constant(obs)))
+    net = ActorCriticNetwork(6, obs_shape, obs_dtype, torso=torso, initialization="orthogonal")
+    outputs, _ = net(*inputs, net.initial_state(32))
+    probs = tf.nn.softmax(outputs.policy_logits).numpy()
+    entropy = -np.sum(probs * np.log(probs), axis=-1)
+    assert np.min(entropy) > 0.999 * np.log(6)
+    kernel = net._policy.kernel.numpy()
+    assert np.linalg.norm(kernel, 2) == pytest.approx(0.01, rel=1e-3)  # orthogonal columns scaled by the gain
+
+
+def test_unknown_initialization_is_refused_with_the_choices():
+    with pytest.raises(ValueError, match="unknown initialization 'he'.*orthogonal"):
+        ActorCriticNetwork(2, (4,), "float32", initialization="he")

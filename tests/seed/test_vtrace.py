@@ -105,3 +105,31 @@ def test_normalize_scales_valid_advantages_to_unit_deviation_and_zeroes_the_rest
     assert np.std(kept) == pytest.approx(1.0, rel=1e-4)
     np.testing.assert_allclose(kept, x[valid == 1] / np.std(x[valid == 1]), rtol=1e-4)  # signs and mean kept
     assert np.all(out[valid == 0] == 0)
+
+
+def test_pg_advantages_are_the_unweighted_advantages_times_the_clipped_ratio():
+    rng = np.random.default_rng(4)
+    log_rhos = rng.normal(0, 0.5, (5, 3)).astype(np.float32)
+    got = vtrace.vtrace_returns(log_rhos, np.full((5, 3), 0.9, np.float32), rng.normal(size=(5, 3)),
+                                rng.normal(size=(5, 3)), rng.normal(size=3), np.ones((5, 3), np.float32),
+                                clip_pg_rho_threshold=1.0)
+    np.testing.assert_allclose(got.pg_advantages.numpy(),
+                               np.minimum(1.0, np.exp(log_rhos)) * got.advantages.numpy(), rtol=1e-5)
+
+
+def test_clipped_surrogate_matches_ppo_and_stops_pushing_outside_the_clip_range():
+    log_rhos = tf.constant(np.log([[0.5, 0.95, 1.05, 1.5], [0.5, 0.95, 1.05, 1.5]]), tf.float32)
+    advantages = tf.constant([[1.0, 1.0, 1.0, 1.0], [-1.0, -1.0, -1.0, -1.0]])
+    valid = tf.ones((2, 4))
+    rho = np.exp(log_rhos.numpy())
+    a = advantages.numpy()
+    want = -np.mean(np.minimum(rho * a, np.clip(rho, 0.8, 1.2) * a))
+    with tf.GradientTape() as tape:
+        tape.watch(log_rhos)
+        loss = vtrace.clipped_surrogate_loss(log_rhos, advantages, valid, 0.2)
+    assert loss.numpy() == pytest.approx(want, rel=1e-6)
+    grad = tape.gradient(loss, log_rhos).numpy()
+    # A positive advantage stops pulling once rho > 1.2, a negative one once rho < 0.8; inside, both pull.
+    assert grad[0, 3] == 0 and grad[1, 0] == 0
+    assert grad[0, 0] < 0 and grad[0, 1] < 0 and grad[0, 2] < 0
+    assert grad[1, 1] > 0 and grad[1, 2] > 0 and grad[1, 3] > 0
