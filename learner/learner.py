@@ -250,7 +250,7 @@ def run_learner(logdir: str, address: str, stop: threading.Event, *, agent=VTrac
     checkpointer = Checkpointer(os.path.join(logdir, "checkpoints"), environment_frames=frames,
                                 **agent.trackables())
     if checkpointer.restore_latest():
-        log.info("resuming at %d environment frames, %d updates", int(frames.numpy()),
+        log.info("resuming at %d environment frames, %d gradient steps", int(frames.numpy()),
                  int(agent.optimizer.iterations.numpy()) if agent.optimizer else 0)
 
     pipeline = InferencePipeline(agent, spec, max_slots=max_env_slots, num_stacked_frames=num_stacked_frames,

@@ -69,13 +69,14 @@ def test_vtrace_learns_cartpole_within_300k_steps(tmp_path):
 
 
 def test_atari_smoke_trains_checkpoints_and_resumes(tmp_path):
-    bindings = ["VTraceAgent.batch_size=2", "run_learner.inference_batch_size=4",
+    bindings = ["VTraceAgent.batch_size=2", "VTraceAgent.minibatches=2", "run_learner.inference_batch_size=4",
                 "VTraceAgent.unroll_queue_capacity=4", "run_learner.progress_interval_s=2"]
     actor_bindings = ["run_actor.num_envs=2"]
     frames_per_update = 2 * 20 * 4
+    steps_per_update = 4 * 2  # atari_vtrace.gin's 4 epochs of 2 minibatches
     run_to_budget(tmp_path, "atari_vtrace.gin", 2, bindings + [f"run_learner.total_environment_frames={200 * frames_per_update}"],
                   actor_bindings, timeout_s=600)
-    assert checkpoint_counters(tmp_path) == (200 * frames_per_update, 200)
+    assert checkpoint_counters(tmp_path) == (200 * frames_per_update, 200 * steps_per_update)
     records = [json.loads(line) for line in (tmp_path / "progress.jsonl").read_text().splitlines()]
     trained = [r for r in records if "loss/total" in r]
     assert trained and all(np.isfinite(r[k]) for r in trained for k in ("loss/total", "loss/policy", "loss/baseline"))
@@ -83,8 +84,9 @@ def test_atari_smoke_trains_checkpoints_and_resumes(tmp_path):
 
     run_to_budget(tmp_path, "atari_vtrace.gin", 2, bindings + [f"run_learner.total_environment_frames={300 * frames_per_update}"],
                   actor_bindings, timeout_s=600)
-    assert "resuming at 32000 environment frames, 200 updates" in (tmp_path / "logs" / "learner.log").read_text()
-    assert checkpoint_counters(tmp_path) == (300 * frames_per_update, 300)  # optimizer step continued, not restarted
+    assert f"resuming at 32000 environment frames, {200 * steps_per_update} gradient steps" in (
+        tmp_path / "logs" / "learner.log").read_text()
+    assert checkpoint_counters(tmp_path) == (300 * frames_per_update, 300 * steps_per_update)  # optimizer step continued, not restarted
 
 
 def test_vtrace_learns_cartpole_on_two_mirrored_replicas(tmp_path):

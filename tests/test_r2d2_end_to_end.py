@@ -44,7 +44,7 @@ def test_r2d2_atari_smoke_fills_replay_trains_checkpoints_and_resumes(tmp_path):
 
     run_to_budget(tmp_path, "atari_r2d2.gin", 2, bindings + [f"run_learner.total_environment_frames={frames + 6000}"],
                   ["run_actor.num_envs=2"], timeout_s=600)
-    assert f"resuming at {frames} environment frames, {updates} updates" in (
+    assert f"resuming at {frames} environment frames, {updates} gradient steps" in (
         tmp_path / "logs" / "learner.log").read_text()
     reader = tf.train.load_checkpoint(str(tmp_path / "checkpoints"))
     assert int(reader.get_tensor("optimizer/_iterations/.ATTRIBUTES/VARIABLE_VALUE")) > updates
