@@ -15,7 +15,10 @@ from seed.settings import require_fraction, require_non_negative, require_positi
 class VTraceLoss:
     """IMPALA's loss: policy gradient with V-trace advantages, baseline and entropy terms."""
 
-    METRICS = ("loss/total", "loss/policy", "loss/baseline", "loss/entropy")
+    # policy/approx_kl estimates KL(mu || pi) from the stored behaviour logits (policy lag plus what
+    # earlier epochs moved); policy/clip_fraction is the share of steps outside the clip range.
+    METRICS = ("loss/total", "loss/policy", "loss/baseline", "loss/entropy", "policy/approx_kl",
+               "policy/clip_fraction")
 
     def __init__(self, discount: float = 0.99, lambda_: float = 1.0, clip_rho_threshold: float = 1.0,
                  clip_c_threshold: float = 1.0, clip_pg_rho_threshold: float = 1.0,
@@ -72,8 +75,13 @@ class VTraceLoss:
         baseline_loss = vtrace.baseline_loss(returns.vs, values, valid)
         entropy_loss = vtrace.entropy_loss(logits, valid)
         total = pg_loss + self.baseline_cost * baseline_loss + self.entropy_cost * entropy_loss
+        rhos = tf.exp(log_rhos)
+        clipped = tf.cast(tf.abs(rhos - 1.0) > self.clip_epsilon, tf.float32) if self.clip_epsilon else tf.zeros_like(rhos)
         return total, {"loss/total": total, "loss/policy": pg_loss, "loss/baseline": baseline_loss,
-                       "loss/entropy": entropy_loss, "valid_steps": tf.reduce_sum(valid)}
+                       "loss/entropy": entropy_loss,
+                       "policy/approx_kl": vtrace.masked_mean(rhos - 1.0 - log_rhos, valid),
+                       "policy/clip_fraction": vtrace.masked_mean(clipped, valid),
+                       "valid_steps": tf.reduce_sum(valid)}
 
 
 @gin.configurable

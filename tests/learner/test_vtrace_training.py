@@ -121,3 +121,5 @@ def test_clipped_surrogate_loss_trains():
                                                                           normalize_advantages=True))
     metrics = trainer.update(random_unrolls(rng, 3, 5, (4, 1), "float32", 3, 0))
     assert metrics["update_applied"] and np.isfinite(metrics["loss/policy"])
+    # Random behaviour logits are far from the new policy: most steps lie outside the clip range.
+    assert metrics["policy/approx_kl"] > 0.1 and 0.5 < metrics["policy/clip_fraction"] <= 1.0
