@@ -10,6 +10,7 @@ import time
 from typing import Dict, Optional, Tuple
 
 import gin
+import keras
 import numpy as np
 import tensorflow as tf
 
@@ -235,7 +236,7 @@ def run_learner(logdir: str, address: str, stop: threading.Event, *, agent=VTrac
     if os.path.exists(address_file):
         os.remove(address_file)  # a stale address from an earlier run must not be read
     if seed is not None:
-        tf.random.set_seed(seed)
+        keras.utils.set_random_seed(seed)  # TensorFlow's, numpy's and Python's: weights, sampling, shuffles
     spec = seed_envs.env_spec()
     log.info("env: %s, %d frames per agent step", spec.describe(), spec.frames_per_step)
     distributed = {}

@@ -53,6 +53,11 @@ class VTraceAgent:
             raise ValueError(f"VTraceAgent.batch_size={batch_size} does not split into minibatches={minibatches} "
                              "equal minibatches of whole unrolls; make batch_size a multiple of minibatches")
         strategy = strategy or tf.distribute.get_strategy()
+        replicas = strategy.num_replicas_in_sync
+        if minibatches > 1 and (batch_size // minibatches) % replicas:
+            raise ValueError(f"VTraceAgent minibatches of {batch_size // minibatches} unrolls (batch_size={batch_size} / "
+                             f"minibatches={minibatches}) do not split over {replicas} replicas; make "
+                             "batch_size / minibatches a multiple of the replica count")
         self.queue = UnrollQueue(unroll_queue_capacity)
         self.data = UnrollMix(self.queue, sources or {"queue": 1.0}, batch_size, replay_capacity, min_replay_unrolls)
         self.frames_per_unroll = unroll_length * spec.frames_per_step
@@ -67,7 +72,7 @@ class VTraceAgent:
         self.batch_size = batch_size
         self.epochs = epochs
         self.minibatches = minibatches
-        self._shuffle = np.random.default_rng()
+        self._shuffle = np.random.default_rng(np.random.randint(2 ** 31))  # run_learner.seed seeds numpy
         self.unrolls = UnrollStore(max_slots, unroll_length, {
             "observation": (self.network.observation_shape, spec.observation_dtype),
             "reward": ((), "float32"), "first": ((), "bool"), "terminated": ((), "bool"),
@@ -110,10 +115,13 @@ class VTraceAgent:
         else:
             steps = []
             for _ in range(self.epochs):
-                for indices in np.array_split(self._shuffle.permutation(self.batch_size), self.minibatches):
+                for indices in np.array_split(self._shuffle.permutation(len(batch["reward"])), self.minibatches):
                     steps.append(self.trainer.update({k: v[indices] for k, v in batch.items()}))
-            metrics = {k: np.mean([m[k] for m in steps]) for k in steps[0]}
+            # A non-finite step was skipped; its NaN must not reach the averages.
+            applied = [m for m in steps if m["update_applied"]] or steps
+            metrics = {k: float(np.mean([m[k] for m in applied])) for k in steps[0]}
             metrics["update_applied"] = any(m["update_applied"] for m in steps)
+            metrics["skipped_steps"] = sum(not m["update_applied"] for m in steps)
         return metrics, self.data.last_fresh * self.frames_per_unroll if metrics["update_applied"] else 0
 
     def trackables(self) -> Dict[str, object]:

@@ -24,42 +24,42 @@ class AgentOutput(NamedTuple):
     baseline: tf.Tensor
 
 
-def nature_cnn(initializer="glorot_uniform") -> keras.Sequential:
+def nature_cnn(initializer=lambda: "glorot_uniform") -> keras.Sequential:
     """Mnih et al. 2015: three convolutions and a 512-unit layer."""
     return keras.Sequential([
-        keras.layers.Conv2D(32, 8, strides=4, activation="relu", kernel_initializer=initializer),
-        keras.layers.Conv2D(64, 4, strides=2, activation="relu", kernel_initializer=initializer),
-        keras.layers.Conv2D(64, 3, strides=1, activation="relu", kernel_initializer=initializer),
+        keras.layers.Conv2D(32, 8, strides=4, activation="relu", kernel_initializer=initializer()),
+        keras.layers.Conv2D(64, 4, strides=2, activation="relu", kernel_initializer=initializer()),
+        keras.layers.Conv2D(64, 3, strides=1, activation="relu", kernel_initializer=initializer()),
         keras.layers.Flatten(),
-        keras.layers.Dense(512, activation="relu", kernel_initializer=initializer),
+        keras.layers.Dense(512, activation="relu", kernel_initializer=initializer()),
     ], name="nature_cnn")
 
 
 class _ResidualBlock(keras.layers.Layer):
-    def __init__(self, channels: int, initializer="glorot_uniform", **kwargs):
+    def __init__(self, channels: int, initializer=lambda: "glorot_uniform", **kwargs):
         super().__init__(**kwargs)
-        self.conv1 = keras.layers.Conv2D(channels, 3, padding="same", kernel_initializer=initializer)
-        self.conv2 = keras.layers.Conv2D(channels, 3, padding="same", kernel_initializer=initializer)
+        self.conv1 = keras.layers.Conv2D(channels, 3, padding="same", kernel_initializer=initializer())
+        self.conv2 = keras.layers.Conv2D(channels, 3, padding="same", kernel_initializer=initializer())
 
     def call(self, x):
         return x + self.conv2(tf.nn.relu(self.conv1(tf.nn.relu(x))))
 
 
-def impala_resnet(initializer="glorot_uniform", channels: Sequence[int] = (16, 32, 32)) -> keras.Sequential:
+def impala_resnet(initializer=lambda: "glorot_uniform", channels: Sequence[int] = (16, 32, 32)) -> keras.Sequential:
     """IMPALA's deep torso: per stack a conv, a max-pool and two residual blocks (15 convs)."""
     layers = []
     for c in channels:
-        layers += [keras.layers.Conv2D(c, 3, padding="same", kernel_initializer=initializer),
+        layers += [keras.layers.Conv2D(c, 3, padding="same", kernel_initializer=initializer()),
                    keras.layers.MaxPooling2D(3, strides=2, padding="same"),
                    _ResidualBlock(c, initializer), _ResidualBlock(c, initializer)]
     layers += [keras.layers.ReLU(), keras.layers.Flatten(),
-               keras.layers.Dense(256, activation="relu", kernel_initializer=initializer)]
+               keras.layers.Dense(256, activation="relu", kernel_initializer=initializer())]
     return keras.Sequential(layers, name="impala_resnet")
 
 
-def mlp(initializer="glorot_uniform", hidden_sizes: Sequence[int] = (64, 64)) -> keras.Sequential:
+def mlp(initializer=lambda: "glorot_uniform", hidden_sizes: Sequence[int] = (64, 64)) -> keras.Sequential:
     return keras.Sequential([keras.layers.Flatten()] +
-                            [keras.layers.Dense(h, activation="tanh", kernel_initializer=initializer)
+                            [keras.layers.Dense(h, activation="tanh", kernel_initializer=initializer())
                              for h in hidden_sizes], name="mlp")
 
 
@@ -67,8 +67,12 @@ INITIALIZATIONS = ("glorot", "orthogonal")
 
 
 def _initializer(initialization: str, gain: float):
-    """Keras' default (Glorot uniform), or orthogonal weights scaled by `gain` (PPO's usual choice)."""
-    return "glorot_uniform" if initialization == "glorot" else keras.initializers.Orthogonal(gain)
+    """A factory of kernel initializers, one per layer: Keras' default (Glorot uniform), or orthogonal
+    weights scaled by `gain` (PPO's usual choice). One per layer because a Keras initializer object
+    fixes its seed when made: shared, it gives every same-shaped kernel the same weights."""
+    if initialization == "glorot":
+        return lambda: "glorot_uniform"
+    return lambda: keras.initializers.Orthogonal(gain)
 
 
 TORSOS = {"nature_cnn": nature_cnn, "impala_resnet": impala_resnet, "mlp": mlp}
@@ -192,8 +196,9 @@ class ActorCriticNetwork(RecurrentNetwork):
         super().__init__("actor_critic", num_actions, observation_shape, observation_dtype, torso, lstm_units,
                          mlp_hidden_sizes, initialization)
         self._policy = keras.layers.Dense(num_actions, name="policy_logits",
-                                          kernel_initializer=_initializer(initialization, 0.01))
-        self._baseline = keras.layers.Dense(1, name="baseline", kernel_initializer=_initializer(initialization, 1.0))
+                                          kernel_initializer=_initializer(initialization, 0.01)())
+        self._baseline = keras.layers.Dense(1, name="baseline",
+                                            kernel_initializer=_initializer(initialization, 1.0)())
         self._head_layers = [self._policy, self._baseline]
         self._build()
 

@@ -81,3 +81,18 @@ def test_orthogonal_initialization_starts_the_policy_near_uniform(torso, obs_sha
 def test_unknown_initialization_is_refused_with_the_choices():
     with pytest.raises(ValueError, match="unknown initialization 'he'.*orthogonal"):
         ActorCriticNetwork(2, (4,), "float32", initialization="he")
+
+
+def test_every_layer_draws_its_own_orthogonal_weights():
+    """A Keras initializer fixes its seed when made, so a shared one gave same-shaped kernels equal
+    weights (the IMPALA ResNet's residual convolutions) or correlated ones (the Nature CNN's)."""
+    net = ActorCriticNetwork(6, (84, 84, 4), "uint8", torso="impala_resnet", initialization="orthogonal")
+    kernels = [v.numpy().ravel() for v in net.trainable_variables if v.shape == (3, 3, 32, 32)]
+    assert len(kernels) == 9
+    for i in range(len(kernels)):
+        for j in range(i):
+            assert abs(np.corrcoef(kernels[i], kernels[j])[0, 1]) < 0.1
+    cnn = ActorCriticNetwork(6, (84, 84, 4), "uint8", torso="nature_cnn", initialization="orthogonal")
+    conv2, conv3 = (v.numpy().reshape(-1, 64)[:512].ravel() for v in cnn.trainable_variables
+                    if v.shape in ((4, 4, 32, 64), (3, 3, 64, 64)))
+    assert abs(np.corrcoef(conv2, conv3)[0, 1]) < 0.1
