@@ -120,10 +120,23 @@ def _registered_names() -> list:
         return []
 
 
+def _settings(text: str) -> set:
+    return {line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")}
+
+
 def save_operative_config(logdir: str, role: str) -> str:
-    """Prints the operative config and writes it to LOGDIR/<role>_operative_config.gin."""
+    """Prints the operative config and writes it to LOGDIR/<role>_operative_config.gin. A resumed run
+    whose settings differ from the ones saved before gets a warning naming them: the checkpoint
+    restores whatever has the same shapes, even when the algorithm around it changed."""
     text = gin.operative_config_str()
     path = os.path.join(logdir, f"{role}_operative_config.gin")
+    if os.path.exists(path):
+        with open(path) as f:
+            before = _settings(f.read())
+        now = _settings(text)
+        if before != now:
+            log.warning("this %s's settings differ from the ones the run was started with (%s): was %s; now %s",
+                        role, path, sorted(before - now), sorted(now - before))
     with open(path, "w") as f:
         f.write(text)
     log.info("operative gin config (saved to %s):\n%s", path, text)

@@ -152,3 +152,23 @@ def test_bad_address_or_index_flags_fail_at_once_in_one_line(role, flag, value, 
     result = run_role(role, "--gin_config", "classic_vtrace.gin", "--logdir", str(tmp_path), flag, value)
     assert result.returncode == 2
     assert reason in result.stderr.splitlines()[-1]
+
+
+def test_resuming_with_changed_settings_warns_and_names_them(tmp_path, caplog):
+    import seed.envs
+
+    try:
+        for game in ("Pong", "Pong", "Breakout"):
+            gin.clear_config()
+            gin_setup.parse(["atari_vtrace_sticky.gin"], [f"create_atari_envs.game='{game}'"],
+                            skip=gin_setup.LEARNER_CONFIGURABLES)
+            seed.envs.env_spec()  # calls create_atari_envs, which makes its settings operative
+            caplog.clear()
+            gin_setup.save_operative_config(str(tmp_path), "actor")
+            warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+            if game == "Pong":
+                assert not warnings
+        assert len(warnings) == 1 and "differ from the ones the run was started with" in warnings[0]
+        assert "create_atari_envs.game = 'Pong'" in warnings[0] and "create_atari_envs.game = 'Breakout'" in warnings[0]
+    finally:
+        gin.clear_config()
