@@ -139,7 +139,7 @@ class Progress:
         frames = int(self.training.frames.numpy())
         span_s, (new_frames, new_batches, new_batched) = self._window.advance(
             time.monotonic(), (frames, self.batcher.num_batches, self.batcher.num_batched_envs))
-        record = {"time": time.time(), "frames": frames,
+        record = {"time": time.time(), "frames": frames, "total_frames": self.training.total_frames,
                   "frames_per_second": new_frames / span_s,
                   "inference_batch_size": new_batched / max(new_batches, 1),
                   "updates": self.training.num_updates, "skipped_updates": self.training.num_skipped_updates,
@@ -150,7 +150,7 @@ class Progress:
         with self.writer.as_default(step=frames):
             self._drain_episodes()
             for name, value in record.items():
-                if name not in ("time", "frames", "env_frames", "updates", "skipped_updates"):
+                if name not in ("time", "frames", "total_frames", "env_frames", "updates", "skipped_updates"):
                     tf.summary.scalar(name, value)
         self.writer.flush()
         record["episodes"] = self.num_episodes
@@ -179,14 +179,22 @@ class Progress:
         self.episodes_csv.flush()
 
 
+def format_duration(seconds: float) -> str:
+    minutes = int(seconds // 60)
+    return f"{minutes // 60}h{minutes % 60:02d}m" if minutes >= 60 else f"{minutes}m{int(seconds % 60):02d}s"
+
+
 def format_progress(record, num_returns: int, data: str) -> str:
     def mean(name):
         return "n/a" if record.get(name) is None else f"{record[name]:.1f}"
 
+    frames, total, rate = record["frames"], record["total_frames"], record["frames_per_second"]
+    left = f"{format_duration((total - frames) / rate)} left" if rate > 0 and frames < total else "n/a left"
     losses = " ".join(f"{k[5:]} {v:+.3f}" for k, v in record.items() if k.startswith("loss/") and k != "loss/total")
     evaluation = (f" | eval return {mean('mean_evaluation_return_last_100')}"
                   if "mean_evaluation_return_last_100" in record else "")
-    return (f"frames {record['frames']:,} ({record['frames_per_second']:,.0f}/s) | episodes {record['episodes']} | "
+    return (f"frames {frames:,} ({100 * frames / max(total, 1):.1f} % of {total:,}; {rate:,.0f}/s, {left}) | "
+            f"episodes {record['episodes']} | "
             f"return(last {num_returns}) {mean('mean_return_last_100')}{evaluation} | "
             f"loss {losses or 'n/a (waiting for data)'} | "
             f"inference batch {record['inference_batch_size']:.1f} | {data}")

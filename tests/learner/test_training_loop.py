@@ -39,3 +39,19 @@ def test_too_many_non_finite_updates_in_a_row_stop_training_with_a_clear_error(t
     assert isinstance(loop.error, FloatingPointError)
     assert "3 updates in a row had a non-finite loss or gradient" in str(loop.error)
     assert loop.num_updates == 1
+
+
+def test_progress_line_says_how_far_and_how_long_is_left():
+    from learner.learner import format_progress
+
+    record = {"frames": 2_500_000, "total_frames": 10_000_000, "frames_per_second": 2_500.0, "episodes": 7,
+              "mean_return_last_100": -3.25, "inference_batch_size": 15.9, "loss/policy": -0.01, "loss/total": 1.0}
+    line = format_progress(record, 7, "queue 3/64")
+    assert line.startswith("frames 2,500,000 (25.0 % of 10,000,000; 2,500/s, 50m00s left) | episodes 7 | "
+                           "return(last 7) -3.2 | loss policy -0.010 | inference batch 15.9 | queue 3/64")
+    record.update(frames_per_second=0.0)
+    assert "(25.0 % of 10,000,000; 0/s, n/a left)" in format_progress(record, 7, "")
+    record.update(frames=10_000_000, total_frames=10_000_000, frames_per_second=100.0)
+    assert "(100.0 % of 10,000,000; 100/s, n/a left)" in format_progress(record, 7, "")
+    record.update(frames=0, total_frames=200_000_000, frames_per_second=4_000.0)
+    assert "4,000/s, 13h53m left" in format_progress(record, 7, "")
