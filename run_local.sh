@@ -14,6 +14,7 @@
 #   --new                start a new run directory instead of resuming the newest
 #   --gin_config FILE    extra gin file, applied after seed/configs/<ENV>_<AGENT>.gin (repeatable)
 #   --gin_bindings B     gin binding for both roles (repeatable)
+#   --tensorboard        also start TensorBoard on a free loopback port for this run (stops with it)
 #
 # The first run creates .venv and installs seed into it (not with --docker,
 # or with SEED_NO_VENV=1: then seed must be installed for $SEED_PYTHON). With
@@ -41,13 +42,14 @@ if [[ ! -f "$CONFIG" ]]; then
   die "no config for ENV '$ENV_NAME' and AGENT '$AGENT' ($CONFIG); available: $available"
 fi
 
-GAME="" LOGDIR="" NEW=0
+GAME="" LOGDIR="" NEW=0 TENSORBOARD=0
 GIN_ARGS=(--gin_config "$CONFIG")
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --game) GAME=${2:?--game needs a name}; shift 2 ;;
     --logdir) LOGDIR=${2:?--logdir needs a directory}; shift 2 ;;
     --new) NEW=1; shift ;;
+    --tensorboard) TENSORBOARD=1; shift ;;
     --gin_config) GIN_ARGS+=(--gin_config "${2:?--gin_config needs a file}"); shift 2 ;;
     --gin_bindings) GIN_ARGS+=(--gin_bindings "${2:?--gin_bindings needs a binding}"); shift 2 ;;
     -h|--help) usage 0 ;;
@@ -169,10 +171,20 @@ for ((i = 0; i < NUM_ACTORS; i++)); do
   PIDS+=("$!")
 done
 echo "run_local.sh: learner at $ADDRESS, $NUM_ACTORS actors x $ENVS_PER_ACTOR envs (logs in $LOGDIR/logs)" >&2
+if [[ $TENSORBOARD == 1 ]]; then
+  # Port 0 lets the OS pick a free port; TensorBoard then binds it (a race only with another
+  # process binding in the same instant). --load_fast=false: no separate data-server process,
+  # which outlived TensorBoard on Ctrl-C.
+  TB_PORT=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  "$PY" -m tensorboard.main --logdir "$LOGDIR" --host 127.0.0.1 --port "$TB_PORT" --load_fast=false \
+    >"$LOGDIR/logs/tensorboard.stdout" 2>&1 &
+  PIDS+=("$!")
+  echo "run_local.sh: tensorboard at http://127.0.0.1:$TB_PORT/ (log in $LOGDIR/logs/tensorboard.stdout)" >&2
+fi
 
 # Actors exit on their own only when they cannot go on (the learner refused them, or no learner
 # for run_actor.reconnect_timeout_s): with none left the learner would wait for ever.
-ACTORS=("${PIDS[@]:1}")
+ACTORS=("${PIDS[@]:1:$NUM_ACTORS}")
 set +e
 while kill -0 "$LEARNER" 2>/dev/null; do
   running=0

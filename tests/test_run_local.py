@@ -125,3 +125,27 @@ def test_the_plain_command_resumes_the_newest_run_with_a_checkpoint():
     finally:
         shutil.rmtree(trained, ignore_errors=True)
         shutil.rmtree(newer, ignore_errors=True)
+
+
+def test_tensorboard_flag_serves_the_run_on_loopback_and_stops_with_it(tmp_path):
+    import re
+    import urllib.request
+
+    run = RunLocal("classic", "vtrace", "1", "2", "--logdir", str(tmp_path), "--tensorboard")
+    line = run.wait_for("tensorboard at http://127.0.0.1:")
+    url = re.search(r"http://127\.0\.0\.1:\d+/", line).group(0)
+    run.wait_for("loss policy")  # scalars exist by now
+    deadline = time.monotonic() + 120
+    while True:  # TensorBoard loads for a few seconds after its process starts
+        try:
+            with urllib.request.urlopen(url + "data/runs", timeout=5) as response:
+                runs = response.read().decode()
+            if "summaries" in runs:
+                break
+        except OSError:
+            pass
+        assert time.monotonic() < deadline, f"TensorBoard at {url} did not list the run's summaries"
+        time.sleep(1)
+    assert run.ctrl_c() in (0, 130)  # ctrl_c also checks that TensorBoard was stopped with the rest
+    with pytest.raises(OSError):
+        urllib.request.urlopen(url, timeout=5)
