@@ -9,7 +9,8 @@ Each seed is one `./run_local.sh ENV AGENT ACTORS ENVS` run (the same learner an
 over gRPC) in OUT/LABEL_seedN, stopped as Ctrl-C stops it once the environment frames stepped
 pass `--frames`. Per run it writes OUT/LABEL_seedN_curve.csv (environment frames stepped, wall seconds,
 mean return over the last `--window` episodes), and for all runs given OUT/LABEL.png with the
-public reference points for the game drawn in (the PNG needs matplotlib: pip install -e '.[bench]').
+public reference points for the game drawn in by `seed-plot`'s drawing (the PNG needs matplotlib:
+pip install -e '.[bench]').
 Prints one JSON line per run: the mean return at 2.5M, 5M, 10M and 20M frames and the frames and
 wall seconds at which it first reached `--threshold` (default: the game's, e.g. +18 for Pong).
 `--plot` draws the same from existing run directories (their episodes.csv) or copies of
@@ -23,43 +24,15 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Optional
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, REPO)
+from seed.plot import curve, draw, read_episodes  # noqa: E402  (the repository's, also before pip install)
+
 CHECKPOINT_FRAMES = (2_500_000, 5_000_000, 10_000_000, 20_000_000)
 
-# Public learning curves, (environment frames with frame skip 4, mean return): ../shared/LEARNING.md.
-REFERENCES: Dict[str, Dict[str, List[Tuple[int, float]]]] = {
-    "Pong": {"CleanRL PPO, 8 envs": [(10_000_000, 15.0), (20_000_000, 19.5), (40_000_000, 20.4)],
-             "rl_games + EnvPool PPO, 64 envs": [(3_300_000, 14.2), (6_600_000, 19.4), (16_400_000, 19.8)],
-             "RLlib IMPALA, 160 envs": [(10_400_000, -18.4), (15_500_000, 5.0), (18_500_000, 17.9)]},
-    "Breakout": {"CleanRL PPO, 8 envs": [(10_000_000, 65.0), (20_000_000, 210.0), (40_000_000, 415.0)],
-                 "RLlib IMPALA, 160 envs": [(40_000_000, 385.0)]},
-}
 THRESHOLDS = {"Pong": 18.0, "Breakout": 100.0, "CartPole-v1": 195.0}
-
-
-def read_episodes(logdir: str) -> List[Tuple[int, float, Optional[float]]]:
-    """(env frames stepped, raw return, Unix time or None) of the training envs' episodes, from a
-    run directory or a copy of its episodes.csv; a row still being written is left out."""
-    path = logdir if os.path.isfile(logdir) else os.path.join(logdir, "episodes.csv")
-    if not os.path.exists(path):
-        return []
-    with open(path) as f:
-        text = f.read()
-    rows = list(csv.DictReader(text[:text.rfind("\n") + 1].splitlines()))
-    return [(int(r["env_frames"]), float(r["raw_return"]), float(r["time"]) if r.get("time") else None)
-            for r in rows if r["evaluation"] == "0"]
-
-
-def curve(episodes, window: int, start_time: Optional[float]):
-    """Rows of (env frames, wall seconds or None, mean return over the last `window` episodes)."""
-    rows, returns = [], []
-    for frames, episode_return, when in episodes:
-        returns = (returns + [episode_return])[-window:]
-        wall = None if when is None or start_time is None else round(when - start_time, 1)
-        rows.append((frames, wall, sum(returns) / len(returns)))
-    return rows
 
 
 def summarize(rows, threshold: Optional[float], window: int) -> dict:
@@ -86,27 +59,10 @@ def write_csv(path: str, rows) -> None:
 
 def write_plot(path: str, curves: Dict[str, list], game: Optional[str], threshold: Optional[float]) -> None:
     try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        draw(path, {name: [rows] for name, rows in curves.items()}, "frames", game, threshold)
     except ImportError:
         print("no PNG: matplotlib is missing (pip install -e '.[bench]')", file=sys.stderr)
         return
-    fig, ax = plt.subplots(figsize=(8, 5))
-    for name, rows in curves.items():
-        ax.plot([r[0] / 1e6 for r in rows], [r[2] for r in rows], label=name, linewidth=1.2)
-    for (name, points), marker in zip(REFERENCES.get(game, {}).items(), "osD^v"):
-        ax.plot([p[0] / 1e6 for p in points], [p[1] for p in points], linestyle=":", marker=marker,
-                color="gray", label=name)
-    if threshold is not None:
-        ax.axhline(threshold, color="black", linewidth=0.6, linestyle="--")
-    ax.set_xlabel("environment frames stepped (millions, frame skip 4 on Atari)")
-    ax.set_ylabel("mean return, last 100 episodes")
-    ax.set_title(game or "")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="best")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
     print(f"wrote {path}", file=sys.stderr)
 
 
@@ -204,10 +160,7 @@ def main() -> int:
 
     curves = {}
     for name, logdir, started in runs:
-        episodes = read_episodes(logdir)
-        if started is None and episodes:  # an existing run: wall time from its first recorded episode
-            started = next((e[2] for e in episodes if e[2] is not None), None)
-        rows = curve(episodes, args.window, started)
+        rows = curve(read_episodes(logdir), args.window, started)  # existing runs: from their first episode
         curves[name] = rows
         write_csv(os.path.join(args.out, f"{name}_curve.csv"), rows)
         launched = {} if args.plot else {"env": args.env, "agent": args.agent, "actors": args.actors,
