@@ -7,7 +7,7 @@ import logging
 import os
 import threading
 import time
-from typing import Dict, Optional, Tuple
+from typing import Dict, Optional, Sequence, Tuple
 
 import gin
 import keras
@@ -22,6 +22,7 @@ from learner.optimizers import current_learning_rate
 from learner.fixed_action_agent import FixedActionAgent  # noqa: F401  registers it for benchmarks
 from learner.r2d2_agent import R2D2Agent  # noqa: F401  registers @R2D2Agent for the configs
 from learner.service import LearnerServicer, SlotAllocator, start_server
+from learner.tracking import WandbTracker
 from learner.vtrace_agent import VTraceAgent
 from seed import envs as seed_envs
 from seed.auth import read_auth_token, server_credentials
@@ -132,6 +133,7 @@ class Progress:
         self.returns = collections.deque(maxlen=100)
         self.evaluation_returns = collections.deque(maxlen=100)
         self.num_episodes = 0
+        self.tracker = None  # a WandbTracker when run_learner.wandb_project is set
         self._window = RateWindow(interval_s / 2, time.monotonic(), (int(training.frames.numpy()), 0, 0))
 
     def report(self) -> str:
@@ -159,6 +161,8 @@ class Progress:
             record["mean_evaluation_return_last_100"] = float(np.mean(self.evaluation_returns))
         self.jsonl.write(json.dumps(record) + "\n")
         self.jsonl.flush()
+        if self.tracker is not None:
+            self.tracker.log(record)
         return format_progress(record, len(self.returns), self.agent.describe_data())
 
     def _drain_episodes(self) -> None:
@@ -220,13 +224,20 @@ def run_learner(logdir: str, address: str, stop: threading.Event, *, agent=VTrac
                 max_consecutive_skipped_updates: int = 100, actor_idle_timeout_s: float = 300.0,
                 auth_token_env: str = "SEED_AUTH_TOKEN", auth_token_file: Optional[str] = None,
                 tls_cert_file: Optional[str] = None, tls_key_file: Optional[str] = None,
-                seed: Optional[int] = None, tf_intra_op_threads: int = 0, tf_inter_op_threads: int = 0) -> int:
+                seed: Optional[int] = None, tf_intra_op_threads: int = 0, tf_inter_op_threads: int = 0,
+                wandb_project: Optional[str] = None, wandb_entity: Optional[str] = None,
+                wandb_run_name: Optional[str] = None, wandb_tags: Sequence[str] = ()) -> int:
     """Serves actors and trains `agent` (VTraceAgent or R2D2Agent) until the frame
     budget or `stop`; returns a process exit code.
 
     `tf_intra_op_threads` / `tf_inter_op_threads` (0: TensorFlow's choice, every
     core) cap the learner's TensorFlow thread pools, for machines where the
     actors need cores of their own.
+
+    `wandb_project` (None: off) also sends every progress record to Weights & Biases
+    (learner/tracking.py; pip install 'seed[wandb]'), in `wandb_entity` (None: your default),
+    named `wandb_run_name` (None: the run directory's name), with `wandb_tags`; a resumed run
+    continues the same W&B run.
     """
     check_reward_clipping(reward_clipping)
     require_positive("run_learner", inference_batch_size=inference_batch_size, num_stacked_frames=num_stacked_frames,
@@ -277,6 +288,9 @@ def run_learner(logdir: str, address: str, stop: threading.Event, *, agent=VTrac
     progress = Progress(logdir, pipeline, batcher, training, servicer, spec.frames_per_step,
                         progress_interval_s)
     save_operative_config(logdir, "learner")
+    if wandb_project:
+        progress.tracker = WandbTracker(logdir, wandb_project, wandb_entity, wandb_run_name, wandb_tags,
+                                        gin.operative_config_str())
 
     batcher.start()
     server = start_server(servicer, address, max_actors, max_message_bytes, credentials)
@@ -323,4 +337,6 @@ def _supervise(stop, progress_interval_s, progress, training, batcher, server, s
         checkpointer.save()
     else:
         log.error("no checkpoint written after the failure; the latest is %s", checkpointer.latest)
+    if progress.tracker is not None:
+        progress.tracker.close()
     return exit_code

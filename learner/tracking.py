@@ -1,0 +1,66 @@
+"""Weights & Biases, optional (pip install 'seed[wandb]'): the learner's progress records as a W&B
+run, with the operative gin config as the run's config.
+
+The W&B run id is kept in LOGDIR/wandb_run_id, so a resumed seed run continues the same W&B run.
+Charts use `frames` (environment frames trained, the TensorBoard step) as their x axis. W&B's own
+settings apply: WANDB_MODE=offline writes the run under LOGDIR/wandb for a later `wandb sync`;
+WANDB_API_KEY or `wandb login` for online runs.
+"""
+import logging
+import os
+import re
+import secrets
+from typing import Dict, Optional, Sequence
+
+log = logging.getLogger(__name__)
+
+# Progress fields that are not scalars of the run, or are already its x axis.
+_NOT_LOGGED = ("time",)
+
+
+def gin_settings(operative_config: str) -> Dict[str, str]:
+    """`Configurable.parameter` -> value text, from gin's operative config (comments and blank lines
+    dropped; a value continued over several lines is joined)."""
+    settings, name = {}, None
+    for line in operative_config.splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        match = re.match(r"^([\w./]+)\s*=\s*(.*)$", line)
+        if match and not line[0].isspace():
+            name = match.group(1)
+            settings[name] = match.group(2).strip()
+        elif name is not None:
+            settings[name] += " " + line.strip()
+    return settings
+
+
+class WandbTracker:
+    """One W&B run per seed run directory."""
+
+    def __init__(self, logdir: str, project: str, entity: Optional[str], run_name: Optional[str],
+                 tags: Sequence[str], operative_config: str):
+        try:
+            import wandb
+        except ImportError:
+            raise ValueError("run_learner.wandb_project is set but wandb is not installed: "
+                             "pip install 'seed[wandb]' (or unset wandb_project)") from None
+        id_path = os.path.join(logdir, "wandb_run_id")
+        if os.path.exists(id_path):
+            with open(id_path) as f:
+                run_id = f.read().strip()
+        else:
+            run_id = secrets.token_hex(6)  # W&B run ids: lower-case letters and digits
+            with open(id_path, "w") as f:
+                f.write(run_id + "\n")
+        self.run = wandb.init(project=project, entity=entity, name=run_name or os.path.basename(os.path.normpath(logdir)),
+                              tags=list(tags), id=run_id, resume="allow", dir=logdir,
+                              config=gin_settings(operative_config))
+        self.run.define_metric("*", step_metric="frames")
+        log.info("W&B run %s (project %s, mode %s)", run_id, project, self.run.settings.mode)
+
+    def log(self, record: Dict[str, object]) -> None:
+        self.run.log({k: v for k, v in record.items()
+                      if k not in _NOT_LOGGED and isinstance(v, (int, float)) and not isinstance(v, bool)})
+
+    def close(self) -> None:
+        self.run.finish()
