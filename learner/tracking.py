@@ -52,9 +52,14 @@ class WandbTracker:
             run_id = secrets.token_hex(6)  # W&B run ids: lower-case letters and digits
             with open(id_path, "w") as f:
                 f.write(run_id + "\n")
-        self.run = wandb.init(project=project, entity=entity, name=run_name or os.path.basename(os.path.normpath(logdir)),
-                              tags=list(tags), id=run_id, resume="allow", dir=logdir,
-                              config=gin_settings(operative_config))
+        try:
+            self.run = wandb.init(project=project, entity=entity,
+                                  name=run_name or os.path.basename(os.path.normpath(logdir)), tags=list(tags),
+                                  id=run_id, resume="allow", dir=logdir, config=gin_settings(operative_config))
+        except Exception as e:  # not logged in, no network, a bad entity: W&B's own error types vary
+            raise ValueError(f"W&B could not start run {run_id} in project {project!r}: "
+                             f"{str(e).splitlines()[0] if str(e) else type(e).__name__}; log in (wandb login or "
+                             "WANDB_API_KEY), or set WANDB_MODE=offline, or unset run_learner.wandb_project") from e
         self.run.define_metric("*", step_metric="frames")
         log.info("W&B run %s (project %s, mode %s)", run_id, project, self.run.settings.mode)
 

@@ -88,3 +88,17 @@ def test_a_run_and_its_resume_are_one_wandb_run_with_config_and_scalars(tmp_path
     second_frames = [row["frames"] for row in second if "frames" in row]
     assert max(first_frames) >= 8000 and min(second_frames) >= max(first_frames) and max(second_frames) >= 16000
     assert any("mean_return_last_100" in row for row in first + second)
+
+
+def test_wandb_that_cannot_start_a_run_stops_the_learner_at_start_in_one_line(tmp_path, monkeypatch):
+    from tests.test_gin import run_role
+
+    monkeypatch.setenv("WANDB_MODE", "online")
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    monkeypatch.setenv("WANDB_CONFIG_DIR", str(tmp_path / "no_login"))  # no saved login either
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    result = run_role("learner", "--gin_config", "classic_vtrace.gin", "--logdir", str(tmp_path),
+                      "--gin_bindings", "run_learner.wandb_project='seed-test'")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    last = result.stderr.splitlines()[-1]
+    assert last.startswith("seed-learner: error: W&B could not start run") and "WANDB_MODE=offline" in last
