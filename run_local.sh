@@ -129,7 +129,7 @@ echo "run_local.sh: run directory $LOGDIR; tensorboard --logdir $LOGDIR" >&2
 PIDS=()
 stop_all() {
   trap - INT TERM
-  echo "run_local.sh: stopping (checkpoint is saved; run the same command to resume)" >&2
+  echo "run_local.sh: stopping every process (the learner saves a checkpoint if it still can)" >&2
   for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
   for _ in $(seq 100); do
     alive=0
@@ -139,6 +139,26 @@ stop_all() {
   done
   for pid in "${PIDS[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
+  report_checkpoint
+}
+
+# What a restart will resume from, read from the learner's checkpoints/latest.json.
+report_checkpoint() {
+  "$PY" - "$LOGDIR" >&2 <<'PYTHON' || true
+import json, os, sys, time
+logdir = sys.argv[1]
+try:
+    with open(os.path.join(logdir, "checkpoints", "latest.json")) as f:
+        latest = json.load(f)
+except (OSError, ValueError):
+    print(f"run_local.sh: stopped; {logdir} has no checkpoint, so the same command starts this run from "
+          "the beginning (the learner saves one every run_learner.checkpoint_interval_s and when it stops cleanly)")
+    sys.exit()
+age = time.time() - latest["time"]
+age = f"{age:.0f} s" if age < 120 else f"{age / 60:.0f} min"
+print(f"run_local.sh: stopped; the last checkpoint holds {latest['environment_frames']:,} environment frames, "
+      f"saved {age} ago ({latest['checkpoint']}); run the same command to resume from it")
+PYTHON
 }
 trap 'stop_all; exit 130' INT TERM
 

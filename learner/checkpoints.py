@@ -5,17 +5,22 @@ tf.train.CheckpointManager writes the new files first and then replaces the
 small `checkpoint` index file atomically (write to temp, rename), so a crash
 mid-save leaves the previous checkpoint as the latest readable one.
 """
+import json
 import logging
 import os
+import time
 
 import tensorflow as tf
 
 log = logging.getLogger(__name__)
 
+LATEST_JSON = "latest.json"
+
 
 class Checkpointer:
     def __init__(self, directory: str, max_to_keep: int = 3, **trackables):
         self.directory = directory
+        self._frames = trackables.get("environment_frames")
         self._checkpoint = tf.train.Checkpoint(**trackables)
         self._manager = tf.train.CheckpointManager(self._checkpoint, directory, max_to_keep=max_to_keep)
 
@@ -43,7 +48,21 @@ class Checkpointer:
                       self.directory, getattr(e, "message", None) or e, self._manager.latest_checkpoint)
             return None
         log.info("saved checkpoint %s", path)
+        self._write_summary(path)
         return path
+
+    def _write_summary(self, path: str) -> None:
+        """LATEST_JSON: what the newest checkpoint holds, for launchers that report it without TensorFlow
+        (run_local.sh's stop message)."""
+        summary = {"checkpoint": os.path.basename(path), "time": time.time(),
+                   "environment_frames": int(self._frames.numpy()) if self._frames is not None else None}
+        target = os.path.join(self.directory, LATEST_JSON)
+        try:
+            with open(target + ".tmp", "w") as f:
+                json.dump(summary, f)
+            os.replace(target + ".tmp", target)
+        except OSError as e:
+            log.warning("could not write %s (%s)", target, e)
 
     @property
     def latest(self):

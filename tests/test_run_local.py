@@ -40,6 +40,16 @@ class RunLocal:
                 return line
         pytest.fail(f"{text!r} never appeared:\n{''.join(self.output[-40:])}")
 
+    def remaining_output(self) -> str:
+        """Everything printed since the last wait_for, once the process has exited."""
+        self.process.wait(60)
+        lines = []
+        while True:
+            try:
+                lines.append(self.lines.get(timeout=2.0))
+            except queue.Empty:
+                return "".join(lines)
+
     def ctrl_c(self, timeout_s=30.0) -> int:
         os.killpg(self.process.pid, signal.SIGINT)
         code = self.process.wait(timeout_s)
@@ -60,6 +70,7 @@ def test_ctrl_c_stops_every_process_saves_and_the_same_command_resumes(tmp_path)
     run.ctrl_c()
     frames = saved_frames(tmp_path)
     assert frames > 0
+    assert f"stopped; the last checkpoint holds {frames:,} environment frames, saved " in run.remaining_output()
 
     run = RunLocal(*command)
     run.wait_for(f"resuming at {frames} environment frames")
@@ -149,3 +160,17 @@ def test_tensorboard_flag_serves_the_run_on_loopback_and_stops_with_it(tmp_path)
     assert run.ctrl_c() in (0, 130)  # ctrl_c also checks that TensorBoard was stopped with the rest
     with pytest.raises(OSError):
         urllib.request.urlopen(url, timeout=5)
+
+
+def test_a_learner_killed_before_its_first_checkpoint_is_reported_as_such(tmp_path):
+    """SIGKILL (as the out-of-memory killer sends) leaves no checkpoint when none was due yet:
+    run_local.sh must say so instead of promising a resume."""
+    run = RunLocal("classic", "vtrace", "1", "2", "--logdir", str(tmp_path))
+    run.wait_for("loss policy")
+    learner_pid = int(subprocess.run(["pgrep", "-P", str(run.process.pid), "-f", "learner --logdir"],
+                                     capture_output=True, text=True, check=True).stdout.split()[0])
+    os.kill(learner_pid, signal.SIGKILL)
+    output = run.remaining_output()
+    assert run.process.returncode != 0
+    assert f"stopped; {tmp_path} has no checkpoint, so the same command starts this run from the beginning" in output
+    assert not (tmp_path / "checkpoints" / "latest.json").exists()
