@@ -14,10 +14,13 @@ from tests.processes import REPO_ROOT
 
 
 class RunLocal:
+    started = []  # every run a test started, so a failing test leaves none running
+
     def __init__(self, *args):
         # Its own session, like a terminal's foreground job: Ctrl-C goes to the whole group.
         self.process = subprocess.Popen(["./run_local.sh", *args], cwd=REPO_ROOT, stdout=subprocess.PIPE,
                                         stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        RunLocal.started.append(self)
         self.lines = queue.Queue()
         self.output = []
         threading.Thread(target=self._read, daemon=True).start()
@@ -56,6 +59,18 @@ class RunLocal:
         with pytest.raises(ProcessLookupError):
             os.killpg(self.process.pid, 0)  # nothing it started is left running
         return code
+
+
+@pytest.fixture(autouse=True)
+def no_run_left_behind():
+    yield
+    while RunLocal.started:
+        run = RunLocal.started.pop()
+        try:
+            os.killpg(run.process.pid, signal.SIGKILL)  # the group: run_local.sh and what it started
+        except ProcessLookupError:
+            pass
+        run.process.wait(30)
 
 
 def saved_frames(logdir):
