@@ -86,14 +86,16 @@ def band(curves, points: int = 200):
 
 
 def draw(path: str, groups: Dict[str, List[List[Row]]], x: str = "frames", game: Optional[str] = None,
-         threshold: Optional[float] = None, title: Optional[str] = None) -> None:
-    """Writes the plot to `path` (.png or .svg): one line per single-run group; for a group of
-    several runs their mean over the frames (or minutes) all of them reached, and the min-max band."""
+         threshold: Optional[float] = None, title: Optional[str] = None) -> Dict[str, tuple]:
+    """Writes the plot to `path` (.png or .svg, 880 x 550 pixels as PNG): one line per single-run
+    group; for a group of several runs their mean over the frames (or minutes) all of them reached,
+    and the min-max band. Returns each group's plotted line, label -> (x values, y values)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(8, 5))
+    plotted = {}
     for label, runs in groups.items():
         curves = [_xy(rows, x) for rows in runs if rows]
         curves = [c for c in curves if c[0]]
@@ -101,8 +103,10 @@ def draw(path: str, groups: Dict[str, List[List[Row]]], x: str = "frames", game:
             continue
         if len(curves) == 1:
             ax.plot(*curves[0], label=label, linewidth=1.2)
+            plotted[label] = curves[0]
             continue
         grid, mean, low, high = band(curves)
+        plotted[label] = (list(grid), list(mean))
         line, = ax.plot(grid, mean, label=f"{label} (mean of {len(curves)})", linewidth=1.5)
         ax.fill_between(grid, low, high, color=line.get_color(), alpha=0.2)
     if x == "frames":
@@ -120,6 +124,7 @@ def draw(path: str, groups: Dict[str, List[List[Row]]], x: str = "frames", game:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+    return plotted
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

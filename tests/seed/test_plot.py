@@ -40,6 +40,23 @@ def test_a_group_is_drawn_as_mean_and_band_over_the_range_every_run_reached():
     np.testing.assert_allclose(mean, [1.0, 1.75, 2.5])
 
 
+def test_the_plotted_data_are_the_csv_curves_and_the_png_has_its_size(tmp_path):
+    import struct
+
+    a = write_run(tmp_path / "a", [-21, -10, 0, 10], frames_apart=250_000)
+    b = write_run(tmp_path / "b", [-20, -15, -5, 5], frames_apart=250_000)
+    out = str(tmp_path / "plot.png")
+    groups = {"a": [plot.curve(plot.read_episodes(str(a)), 2)],
+              "ab": [plot.curve(plot.read_episodes(str(r)), 2) for r in (a, b)]}
+    plotted = plot.draw(out, groups, game="Pong", threshold=18)
+    assert plotted["a"] == ([0.25, 0.5, 0.75, 1.0], [-21.0, -15.5, -5.0, 5.0])  # millions of frames; 2-episode means
+    np.testing.assert_allclose(plotted["ab"][1][0], (-21.0 + -20.0) / 2)
+    np.testing.assert_allclose(plotted["ab"][1][-1], (5.0 + 0.0) / 2)
+    with open(out, "rb") as f:
+        header = f.read(24)
+    assert header[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">II", header[16:24]) == (880, 550)
+
+
 @pytest.mark.parametrize("suffix, magic", [(".png", b"\x89PNG"), (".svg", b"<?xml")])
 def test_seed_plot_writes_groups_single_runs_and_references(tmp_path, suffix, magic):
     a = write_run(tmp_path / "a", [-21, -10, 0, 10])
