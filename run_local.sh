@@ -21,6 +21,8 @@
 # --docker, docker/Dockerfile is built (SEED_CONTAINER_ENGINE=podman for
 # podman) and runs/ is mounted into the container. Ctrl-C stops every
 # process within seconds and saves a checkpoint; the same command resumes.
+# A learner killed by a signal or crashed is restarted from its latest
+# checkpoint (at most SEED_LEARNER_RESTARTS times, default 3).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -205,21 +207,44 @@ fi
 # Actors exit on their own only when they cannot go on (the learner refused them, or no learner
 # for run_actor.reconnect_timeout_s): with none left the learner would wait for ever.
 ACTORS=("${PIDS[@]:1:$NUM_ACTORS}")
+# A learner that dies from a signal (the out-of-memory killer's SIGKILL, say) or crashes is started
+# again from its latest checkpoint on the same address, where the actors reconnect on their own;
+# at most SEED_LEARNER_RESTARTS times (3). Exit 0 (budget reached, clean stop) and 2 (bad settings)
+# are final.
+MAX_RESTARTS=${SEED_LEARNER_RESTARTS:-3}
+[[ "$MAX_RESTARTS" =~ ^[0-9]+$ ]] || die "SEED_LEARNER_RESTARTS must be a count, got '$MAX_RESTARTS'"
+RESTARTS=0
 set +e
-while kill -0 "$LEARNER" 2>/dev/null; do
-  running=0
-  for pid in "${ACTORS[@]}"; do kill -0 "$pid" 2>/dev/null && running=1; done
-  if [[ $running == 0 ]]; then
-    wait "${ACTORS[0]}"
-    code=$?
-    echo "run_local.sh: every actor has exited; actor_0 said: $(tail -n 1 "$LOGDIR/logs/actor_0.stdout")" >&2
-    stop_all
-    exit $(( code == 0 ? 1 : code ))
+while true; do
+  while kill -0 "$LEARNER" 2>/dev/null; do
+    running=0
+    for pid in "${ACTORS[@]}"; do kill -0 "$pid" 2>/dev/null && running=1; done
+    if [[ $running == 0 ]]; then
+      wait "${ACTORS[0]}"
+      code=$?
+      echo "run_local.sh: every actor has exited; actor_0 said: $(tail -n 1 "$LOGDIR/logs/actor_0.stdout")" >&2
+      stop_all
+      exit $(( code == 0 ? 1 : code ))
+    fi
+    sleep 1
+  done
+  wait "$LEARNER"
+  STATUS=$?
+  if [[ $STATUS == 0 || $STATUS == 2 ]]; then break; fi
+  REASON="exit code $STATUS"
+  (( STATUS > 128 )) && REASON="signal $(kill -l $((STATUS - 128)) 2>/dev/null || echo $((STATUS - 128)))"
+  if (( RESTARTS >= MAX_RESTARTS )); then
+    echo "run_local.sh: the learner died ($REASON) after $RESTARTS restarts; giving up (SEED_LEARNER_RESTARTS=$MAX_RESTARTS)" >&2
+    break
   fi
-  sleep 1
+  RESTARTS=$((RESTARTS + 1))
+  echo "run_local.sh: the learner died ($REASON); restarting it from its latest checkpoint on $ADDRESS" \
+       "(restart $RESTARTS of $MAX_RESTARTS; its log: $LOGDIR/logs)" >&2
+  rm -f "$LOGDIR/learner_address"
+  "$PY" -m learner --logdir "$LOGDIR" --address "$ADDRESS" "${GIN_ARGS[@]}" &
+  LEARNER=$!
+  PIDS[0]=$LEARNER
 done
-wait "$LEARNER"
-STATUS=$?
 set -e
 stop_all
 exit "$STATUS"

@@ -189,3 +189,24 @@ def test_a_learner_killed_before_its_first_checkpoint_is_reported_as_such(tmp_pa
     assert run.process.returncode != 0
     assert f"stopped; {tmp_path} has no checkpoint, so the same command starts this run from the beginning" in output
     assert not (tmp_path / "checkpoints" / "latest.json").exists()
+
+
+def test_a_killed_learner_is_restarted_from_its_checkpoint_and_training_continues(tmp_path):
+    run = RunLocal("classic", "vtrace", "1", "2", "--logdir", str(tmp_path),
+                   "--gin_bindings", "run_learner.checkpoint_interval_s=1")
+    run.wait_for("loss policy")
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "checkpoints" / "latest.json").exists():  # the first periodic checkpoint
+        assert time.monotonic() < deadline, "no checkpoint within 60 s at checkpoint_interval_s=1"
+        time.sleep(0.5)
+    learner_pid = int(subprocess.run(["pgrep", "-P", str(run.process.pid), "-f", "learner --logdir"],
+                                     capture_output=True, text=True, check=True).stdout.split()[0])
+    os.kill(learner_pid, signal.SIGKILL)
+    run.wait_for("the learner died (signal KILL); restarting it from its latest checkpoint")
+    resumed = run.wait_for("resuming at ")
+    frames = int(resumed.split("resuming at ")[1].split()[0])
+    assert frames > 0
+    line = run.wait_for("loss policy")  # the same actor streams to the new learner and it trains on
+    assert int(line.split()[1].replace(",", "")) > frames
+    run.ctrl_c()
+    assert saved_frames(tmp_path) > frames
