@@ -180,7 +180,8 @@ def test_tensorboard_flag_serves_the_run_on_loopback_and_stops_with_it(tmp_path)
 def test_a_learner_killed_before_its_first_checkpoint_is_reported_as_such(tmp_path):
     """SIGKILL (as the out-of-memory killer sends) leaves no checkpoint when none was due yet:
     run_local.sh must say so instead of promising a resume."""
-    run = RunLocal("classic", "vtrace", "1", "2", "--logdir", str(tmp_path))
+    run = RunLocal("classic", "vtrace", "1", "2", "--logdir", str(tmp_path),
+                   "--gin_bindings", "run_learner.checkpoint_interval_s=3600")
     run.wait_for("loss policy")
     learner_pid = int(subprocess.run(["pgrep", "-P", str(run.process.pid), "-f", "learner --logdir"],
                                      capture_output=True, text=True, check=True).stdout.split()[0])

@@ -1,0 +1,86 @@
+"""What one checkpoint costs, per bundled config: seconds to write and bytes on disk.
+
+    .venv/bin/python benchmarks/checkpoint_cost.py [--configs atari_vtrace.gin atari_r2d2.gin ...] [--saves 5]
+
+Builds each config's agent as the learner does (the same gin file, env spec and Checkpointer),
+trains nothing, and times `--saves` checkpoint writes into a temporary directory. Prints one JSON
+line per config: median and max seconds per save, bytes of one checkpoint (its data and index
+files), and the fraction of learner time a save every `run_learner.checkpoint_interval_s` costs.
+What a crash loses is up to one interval of training; this is what a shorter interval costs.
+"""
+import argparse
+import glob
+import json
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, REPO)
+
+CONFIGS = ("atari_vtrace.gin", "atari_r2d2.gin", "classic_vtrace.gin", "classic_r2d2.gin")
+
+
+def measure(config: str, saves: int) -> dict:
+    import gin
+    import tensorflow as tf
+
+    import actors.actor  # noqa: F401  (its configurables, so the learner config parses whole)
+    from learner import learner as learner_module  # noqa: F401  registers the agents
+    from learner.checkpoints import Checkpointer
+    from seed import envs, gin_setup
+
+    gin.clear_config()
+    gin_setup.parse([config], [])
+    agent_class = setting("agent").scoped_configurable_fn
+    interval = setting("checkpoint_interval_s")
+    stacked = setting("num_stacked_frames")
+    spec = envs.env_spec()
+    agent = agent_class(spec, num_stacked_frames=stacked, max_slots=256, total_environment_frames=10 ** 9,
+                        stop=threading.Event())
+    frames = tf.Variable(0, dtype=tf.int64, name="environment_frames")
+    with tempfile.TemporaryDirectory() as directory:
+        checkpointer = Checkpointer(directory, environment_frames=frames, **agent.trackables())
+        seconds = []
+        for _ in range(saves):
+            started = time.perf_counter()
+            checkpointer.save()
+            seconds.append(time.perf_counter() - started)
+        latest = checkpointer.latest
+        size = sum(os.path.getsize(p) for p in glob.glob(latest + ".*"))
+    return {"benchmark": "checkpoint_cost", "config": config, "saves": saves,
+            "median_s": round(statistics.median(seconds), 4), "max_s": round(max(seconds), 4),
+            "first_s": round(seconds[0], 4), "bytes": size, "checkpoint_interval_s": interval,
+            "share_of_time": round(statistics.median(seconds) / interval, 6)}
+
+
+def setting(name: str):
+    """run_learner's `name` as the parsed config binds it, else its default."""
+    import inspect
+
+    import gin
+
+    from learner.learner import run_learner
+    try:
+        return gin.query_parameter(f"run_learner.{name}")
+    except ValueError:
+        return inspect.signature(run_learner).parameters[name].default
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--configs", nargs="+", default=list(CONFIGS))
+    parser.add_argument("--saves", type=int, default=5)
+    args = parser.parse_args()
+    if args.saves < 1:
+        parser.error("--saves must be positive")
+    for config in args.configs:
+        print(json.dumps(measure(config, args.saves)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
