@@ -5,6 +5,10 @@ then runs the learner, or `--actors_per_replica` actor processes that dial the
 learner's address. Actor processes that die from a signal (OOM killer, a
 crash) are restarted; one that exits by itself ends the replica with its code
 (1: the learner is gone, as at the end of training; 2: a configuration error).
+The learner process is restarted from its latest checkpoint when it dies from a
+signal or crashes (exit 1), at most `--max_learner_restarts` times, for clusters
+that do not restart a failed replica themselves; its exits 0 (budget, clean
+stop) and 2 (configuration error) end the replica.
 The roles run as `python -m learner|actors` processes, so this module imports
 neither.
 """
@@ -34,20 +38,30 @@ def role_commands(role: ClusterRole, gin_args: List[str], logdir: str, actors_pe
              "--actor_index", str(first + i), *gin_args] for i in range(actors_per_replica)]
 
 
-def supervise(commands: List[List[str]], restart: bool, max_restart_backoff_s: float = 30.0) -> int:
-    """Runs the commands until one exits by itself or we are told to stop; restarts signal deaths."""
+def supervise(commands: List[List[str]], role: str, max_learner_restarts: int = 3,
+              max_restart_backoff_s: float = 30.0) -> int:
+    """Runs the commands until one exits by itself or we are told to stop; restarts actors that died
+    from a signal, and the learner when it died from a signal or crashed (a bounded number of times)."""
     stop = stop_on_signals()
     processes = [subprocess.Popen(c) for c in commands]
     backoff = [1.0] * len(commands)
+    learner_restarts = 0
     try:
         while not stop.wait(0.5):
             for i, p in enumerate(processes):
                 code = p.poll()
                 if code is None:
                     continue
-                if code < 0 and restart:
-                    log.warning("actor process %d died from signal %d; restarting it in %.0f s",
-                                i, -code, backoff[i])
+                if role == "actor":
+                    restart = code < 0
+                else:
+                    restart = (code < 0 or code == 1) and learner_restarts < max_learner_restarts
+                    learner_restarts += restart
+                if restart:
+                    reason = f"died from signal {-code}" if code < 0 else f"exited with {code}"
+                    log.warning("%s process %d %s; restarting it in %.0f s%s", role, i, reason, backoff[i],
+                                f" (restart {learner_restarts} of {max_learner_restarts}, from its latest "
+                                "checkpoint)" if role == "learner" else "")
                     if stop.wait(backoff[i]):
                         break
                     backoff[i] = min(2 * backoff[i], max_restart_backoff_s)
@@ -77,6 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="run directory (gs:// paths map to Vertex AI's /gcs mount); default $AIP_MODEL_DIR")
     parser.add_argument("--listen_host", default="0.0.0.0",
                         help="interface the learner listens on (its port comes from the cluster spec)")
+    parser.add_argument("--max_learner_restarts", type=int, default=3,
+                        help="restarts of a learner that died from a signal or crashed (0: none)")
     return parser
 
 
@@ -85,6 +101,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.actors_per_replica < 1:
         parser.error(f"--actors_per_replica must be at least 1, got {args.actors_per_replica}")
+    if args.max_learner_restarts < 0:
+        parser.error(f"--max_learner_restarts must be 0 or more, got {args.max_learner_restarts}")
     try:
         role = resolve_role(os.environ)
     except ClusterError as e:
@@ -98,7 +116,7 @@ def main(argv=None) -> int:
     gin_args = [a for c in args.gin_config for a in ("--gin_config", c)]
     gin_args += [a for b in args.gin_bindings for a in ("--gin_bindings", b)]
     commands = role_commands(role, gin_args, logdir, args.actors_per_replica, args.listen_host)
-    return supervise(commands, restart=role.role == "actor")
+    return supervise(commands, role.role, args.max_learner_restarts)
 
 
 if __name__ == "__main__":

@@ -75,10 +75,11 @@ def launch(logdir, spec, *args):
                             env=env, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def test_seed_launch_runs_learner_and_actor_replicas_and_restarts_a_killed_actor(tmp_path):
+def test_seed_launch_runs_learner_and_actor_replicas_and_restarts_a_killed_actor_and_learner(tmp_path):
     learner_address = f"127.0.0.1:{free_loopback_port()}"
     actors = [f"127.0.0.1:{free_loopback_port()}"]  # an actor replica's own address; actors listen on nothing
-    bindings = ["--gin_bindings", "run_learner.progress_interval_s=1", "--gin_bindings", "run_actor.num_envs=2"]
+    bindings = ["--gin_bindings", "run_learner.progress_interval_s=1", "--gin_bindings", "run_actor.num_envs=2",
+                "--gin_bindings", "run_learner.checkpoint_interval_s=1"]
     learner = launch(tmp_path, cluster_spec("workerpool0", 0, learner_address, actors), *bindings)
     replica = launch(tmp_path, cluster_spec("workerpool1", 0, learner_address, actors), "--actors_per_replica", "2",
                      *bindings)
@@ -92,6 +93,16 @@ def test_seed_launch_runs_learner_and_actor_replicas_and_restarts_a_killed_actor
         wait_until(lambda: last_progress(tmp_path).get("env_frames", 0) > frames + 2000, 120, "training after the restart")
         log = (tmp_path / "logs" / "launch_actors_0.log").read_text()
         assert "died from signal 9; restarting it" in log
+
+        (learner_pid,) = children(learner.pid)
+        trained = last_progress(tmp_path)["frames"]
+        os.kill(learner_pid, signal.SIGKILL)
+        wait_until(lambda: children(learner.pid) not in ([], [learner_pid]), 60, "the learner's restart")
+        # The new learner resumed from a checkpoint at most ~1 s old and the actors stream to it again.
+        wait_until(lambda: last_progress(tmp_path).get("frames", 0) > trained + 2000, 180, "training after the learner restart")
+        log = (tmp_path / "logs" / "launch_learner.log").read_text()
+        assert "learner process 0 died from signal 9; restarting it" in log and "restart 1 of 3" in log
+        assert "resuming at" in (tmp_path / "logs" / "learner.log").read_text()
     finally:
         for p in (replica, learner):
             p.send_signal(signal.SIGTERM)
