@@ -5,11 +5,15 @@ tf.train.CheckpointManager writes the new files first and then replaces the
 small `checkpoint` index file atomically (write to temp, rename), so a crash
 mid-save leaves the previous checkpoint as the latest readable one.
 """
+import glob
 import json
 import logging
 import os
+import shutil
 import time
+from typing import Dict, Optional
 
+import numpy as np
 import tensorflow as tf
 
 log = logging.getLogger(__name__)
@@ -17,9 +21,23 @@ log = logging.getLogger(__name__)
 LATEST_JSON = "latest.json"
 
 
+def write_arrays_atomically(path: str, arrays: Dict[str, np.ndarray]) -> None:
+    """An .npz at `path`, whole or not at all (written beside it, then renamed)."""
+    with open(path + ".tmp", "wb") as f:
+        np.savez(f, **arrays)
+    os.replace(path + ".tmp", path)
+
+
 class Checkpointer:
-    def __init__(self, directory: str, max_to_keep: int = 3, **trackables):
+    """`sidecars` are saved beside each checkpoint as CKPT.NAME.npz (objects with `save_state(path)`,
+    `load_state(path)` and `state_nbytes`: R2D2's replay with `checkpoint_replay`), restored with it
+    and removed with it when it rotates out."""
+
+    def __init__(self, directory: str, max_to_keep: int = 3, sidecars: Optional[Dict[str, object]] = None,
+                 **trackables):
         self.directory = directory
+        self.max_to_keep = max_to_keep
+        self.sidecars = sidecars or {}
         self._frames = trackables.get("environment_frames")
         self._checkpoint = tf.train.Checkpoint(**trackables)
         self._manager = tf.train.CheckpointManager(self._checkpoint, directory, max_to_keep=max_to_keep)
@@ -37,7 +55,30 @@ class Checkpointer:
                 "resume with the settings it was made with (the run directory's learner_operative_config.gin) "
                 "or start a new run (run_local.sh --new, or another --logdir)") from None
         log.info("restored checkpoint %s", path)
+        for name, sidecar in self.sidecars.items():
+            sidecar_path = f"{path}.{name}.npz"
+            if os.path.exists(sidecar_path):
+                sidecar.load_state(sidecar_path)
+            else:
+                log.warning("no %s was saved with %s (it was written without it, or the learner died while "
+                            "writing it); the %s starts empty", name, path, name)
         return True
+
+    def check_disk(self) -> None:
+        """Refuses sidecars the disk cannot hold: the kept checkpoints' copies and one being written."""
+        if not self.sidecars:
+            return
+        each = sum(s.state_nbytes for s in self.sidecars.values())
+        needed = each * (self.max_to_keep + 1)
+        os.makedirs(self.directory, exist_ok=True)
+        existing = sum(os.path.getsize(p) for p in glob.glob(os.path.join(self.directory, "*.npz")))
+        free = shutil.disk_usage(self.directory).free + existing
+        log.info("each checkpoint also saves %s: %.2f GiB; %d kept: %.2f GiB", ", ".join(self.sidecars),
+                 each / 2 ** 30, self.max_to_keep, self.max_to_keep * each / 2 ** 30)
+        if needed > free:
+            raise ValueError(f"saving {', '.join(self.sidecars)} with the checkpoints needs {needed / 2 ** 30:.1f} GiB "
+                             f"in {self.directory} but {free / 2 ** 30:.1f} GiB is free; free space, make the replay "
+                             "smaller, or set checkpoint_replay=False")
 
     def save(self):
         """Writes a checkpoint; a failed write (disk full, say) is logged and the previous one kept."""
@@ -48,8 +89,23 @@ class Checkpointer:
                       self.directory, getattr(e, "message", None) or e, self._manager.latest_checkpoint)
             return None
         log.info("saved checkpoint %s", path)
+        for name, sidecar in self.sidecars.items():
+            try:
+                started = time.monotonic()
+                sidecar.save_state(f"{path}.{name}.npz")
+                log.info("saved %s with %s in %.1f s", name, path, time.monotonic() - started)
+            except OSError as e:
+                log.error("could not save %s with %s (%s); a resume from it starts with an empty %s",
+                          name, path, e, name)
+        self._remove_rotated_sidecars()
         self._write_summary(path)
         return path
+
+    def _remove_rotated_sidecars(self) -> None:
+        kept = set(self._manager.checkpoints)
+        for path in glob.glob(os.path.join(self.directory, "ckpt-*.*.npz")):
+            if path.rsplit(".", 2)[0] not in kept:
+                os.remove(path)
 
     def _write_summary(self, path: str) -> None:
         """LATEST_JSON: what the newest checkpoint holds, for launchers that report it without TensorFlow

@@ -40,6 +40,9 @@ class FixedActionAgent:
     def trackables(self) -> Dict[str, object]:
         return {}
 
+    def checkpoint_sidecars(self) -> Dict[str, object]:
+        return {}
+
     def data_metrics(self) -> Dict[str, float]:
         return {}
 

@@ -272,7 +272,8 @@ def run_learner(logdir: str, address: str, stop: threading.Event, *, agent=VTrac
                   total_environment_frames=total_environment_frames, stop=stop, **distributed)
     frames = tf.Variable(0, dtype=tf.int64, name="environment_frames")
     checkpointer = Checkpointer(os.path.join(logdir, "checkpoints"), environment_frames=frames,
-                                **agent.trackables())
+                                sidecars=agent.checkpoint_sidecars(), **agent.trackables())
+    checkpointer.check_disk()
     if checkpointer.restore_latest():
         log.info("resuming at %d environment frames, %d gradient steps", int(frames.numpy()),
                  int(agent.optimizer.iterations.numpy()) if agent.optimizer else 0)

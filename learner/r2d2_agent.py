@@ -1,6 +1,7 @@
 """The R2D2 agent on the central-inference learner: epsilon-greedy acting on a
 recurrent dueling Q-network, overlapping sequences into prioritised replay,
 and a training thread that samples at a bounded replay ratio."""
+import logging
 import threading
 import time
 from typing import Dict, Optional, Tuple
@@ -9,6 +10,7 @@ import gin
 import numpy as np
 import tensorflow as tf
 
+from learner.checkpoints import write_arrays_atomically
 from learner.inference import batched_policy
 from learner.optimizers import create_optimizer
 from learner.replay import SampledBatch, SequenceReplay, sequence_bytes
@@ -19,6 +21,8 @@ from seed.codec import EnvStepBatch
 from seed.networks import DuelingQNetwork, EnvOutput
 from seed.settings import require_fraction, require_non_negative, require_positive
 from seed.specs import EnvSpec
+
+log = logging.getLogger(__name__)
 
 
 def van_der_corput(n: np.ndarray) -> np.ndarray:
@@ -61,7 +65,11 @@ class R2D2Agent:
                  replay_capacity_steps: int = 250_000, min_replay_sequences: int = 500, replay_ratio: float = 4.0,
                  priority_exponent: float = 0.9, importance_exponent: float = 0.6, num_eval_envs: int = 1,
                  eval_epsilon: float = 0.001, epsilon_base: float = 0.4, epsilon_alpha: float = 7.0,
-                 seed: Optional[int] = None):
+                 checkpoint_replay: bool = False, seed: Optional[int] = None):
+        """`checkpoint_replay` writes the replay's contents beside every checkpoint (its size is
+        printed at start, and a disk that cannot hold the kept checkpoints is refused) and restores
+        them on resume, so a restarted learner trains on where it stopped instead of refilling
+        `min_replay_sequences` first; off, a resumed run starts with an empty replay."""
         require_positive("R2D2Agent", unroll_length=unroll_length, batch_size=batch_size,
                          replay_capacity_steps=replay_capacity_steps, min_replay_sequences=min_replay_sequences,
                          replay_ratio=replay_ratio)
@@ -80,6 +88,7 @@ class R2D2Agent:
         self.unroll_length, self.batch_size, self.replay_ratio = unroll_length, batch_size, replay_ratio
         self.frames_per_step = spec.frames_per_step
         self.min_replay_sequences = min_replay_sequences
+        self.checkpoint_replay = checkpoint_replay
         history = num_stacked_frames - 1
         sequence_steps = history + burn_in + unroll_length + 1
         capacity = max(1, replay_capacity_steps // unroll_length)
@@ -167,8 +176,30 @@ class R2D2Agent:
         return metrics, new_frames
 
     def trackables(self) -> Dict[str, object]:
-        # The replay's contents are not checkpointed: a resumed run refills it.
         return {"agent": self.network, "target_agent": self.target_network, "optimizer": self.optimizer}
+
+    def checkpoint_sidecars(self) -> Dict[str, object]:
+        """What the Checkpointer saves beside the TensorFlow checkpoint: the replay, when asked."""
+        return {"replay": self} if self.checkpoint_replay else {}
+
+    @property
+    def state_nbytes(self) -> int:
+        return self.replay.nbytes + self.replay.tree.nodes.nbytes
+
+    def save_state(self, path: str) -> None:
+        """The replay and the replay-ratio counter, written to `path` (an .npz) whole or not at all.
+        Inserts wait while it is written: a consistent snapshot without a second copy in memory."""
+        with self.replay.lock:
+            arrays = dict(self.replay.state(), agent_sampled_steps=np.asarray(self._sampled_steps))
+            write_arrays_atomically(path, arrays)
+
+    def load_state(self, path: str) -> None:
+        with np.load(path) as arrays:
+            self.replay.load_state(arrays)
+            self._sampled_steps = int(arrays["agent_sampled_steps"])
+        self._counted_sequences = self.replay.num_inserted  # restored sequences are not new frames
+        log.info("restored a replay of %d sequences (%d inserted so far) from %s", self.replay.size,
+                 self.replay.num_inserted, path)
 
     def data_metrics(self) -> Dict[str, float]:
         """Replay fill, insert and sample rates (agent steps/s since the last call), epsilon range."""

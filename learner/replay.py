@@ -76,6 +76,38 @@ class SequenceReplay:
         arrays = [self.ring.frames, self.frame_pos, self.core_state, self.oldest_frame, *self.steps.values()]
         return sum(a.nbytes for a in arrays)
 
+    # Counters that, with the arrays, make a loaded replay continue exactly where the saved one was.
+    _COUNTERS = ("size", "_next", "num_inserted", "num_dropped", "max_priority", "_next_scan")
+
+    def state(self) -> Dict[str, np.ndarray]:
+        """The replay as named arrays, for saving it with a checkpoint; hold `lock` while using them."""
+        arrays = {"ring_frames": self.ring.frames, "ring_written": np.asarray(self.ring.written),
+                  "frame_pos": self.frame_pos, "core_state": self.core_state, "oldest_frame": self.oldest_frame,
+                  "tree": self.tree.nodes}
+        arrays.update({f"steps_{k}": v for k, v in self.steps.items()})
+        arrays.update({f"counter{k}": np.asarray(getattr(self, k)) for k in self._COUNTERS})
+        return arrays
+
+    def load_state(self, arrays) -> None:
+        """Puts back what `state` returned; a replay built with other sizes is refused, naming the field."""
+        mine = self.state()
+        for name, value in mine.items():
+            if name not in arrays:
+                raise ValueError(f"saved replay has no {name!r}; it was written by another version")
+            if arrays[name].shape != value.shape or arrays[name].dtype != value.dtype:
+                raise ValueError(f"saved replay's {name} is {arrays[name].dtype}{list(arrays[name].shape)}, this "
+                                 f"run's is {value.dtype}{list(value.shape)}: the replay settings changed since it "
+                                 "was saved; restore them, or set checkpoint_replay=False to start with an empty replay")
+        with self.lock:
+            for name in ("ring_frames", "frame_pos", "core_state", "oldest_frame"):
+                mine[name][...] = arrays[name]
+            for k in self.steps:
+                self.steps[k][...] = arrays[f"steps_{k}"]
+            self.tree.load(arrays["tree"])
+            self.ring.written = int(arrays["ring_written"])
+            for k in self._COUNTERS:
+                setattr(self, k, type(getattr(self, k))(arrays[f"counter{k}"]))
+
     def add_frames(self, frames: np.ndarray) -> np.ndarray:
         with self.lock:
             positions = self.ring.add(frames)

@@ -15,6 +15,16 @@ class SumTree:
     def total(self) -> float:
         return float(self._tree[1])
 
+    @property
+    def nodes(self) -> np.ndarray:
+        """The whole tree as one array (for saving it); `load` puts such an array back."""
+        return self._tree
+
+    def load(self, nodes: np.ndarray) -> None:
+        if nodes.shape != self._tree.shape:
+            raise ValueError(f"a sum tree of {nodes.shape[0]} nodes does not fit one of {self._tree.shape[0]}")
+        self._tree[:] = nodes
+
     def get(self, indices: np.ndarray) -> np.ndarray:
         return self._tree[self._leaves + np.asarray(indices)]
 

@@ -127,6 +127,9 @@ class VTraceAgent:
     def trackables(self) -> Dict[str, object]:
         return {"agent": self.network, "optimizer": self.optimizer}
 
+    def checkpoint_sidecars(self) -> Dict[str, object]:
+        return {}  # the unroll replay of a mix is not saved: a resumed run refills it
+
     def data_metrics(self) -> Dict[str, float]:
         return {"unroll_queue/depth": len(self.queue), **self.data.metrics()}
 

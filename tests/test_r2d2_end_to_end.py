@@ -28,7 +28,7 @@ def test_r2d2_atari_smoke_fills_replay_trains_checkpoints_and_resumes(tmp_path):
                 "R2D2Agent.replay_capacity_steps=5000", "R2D2Agent.min_replay_sequences=8",
                 "R2D2Trainer.target_update_period=10", "DuelingQNetwork.lstm_units=64",
                 "DuelingQNetwork.head_hidden_units=64", "run_learner.inference_batch_size=4",
-                "run_learner.progress_interval_s=2"]
+                "run_learner.progress_interval_s=2", "R2D2Agent.checkpoint_replay=True"]
     run_to_budget(tmp_path, "atari_r2d2.gin", 2, bindings + ["run_learner.total_environment_frames=12000"],
                   ["run_actor.num_envs=2"], timeout_s=600)
     records = [json.loads(line) for line in (tmp_path / "progress.jsonl").read_text().splitlines()]
@@ -44,7 +44,11 @@ def test_r2d2_atari_smoke_fills_replay_trains_checkpoints_and_resumes(tmp_path):
 
     run_to_budget(tmp_path, "atari_r2d2.gin", 2, bindings + [f"run_learner.total_environment_frames={frames + 6000}"],
                   ["run_actor.num_envs=2"], timeout_s=600)
-    assert f"resuming at {frames} environment frames, {updates} gradient steps" in (
-        tmp_path / "logs" / "learner.log").read_text()
+    log = (tmp_path / "logs" / "learner.log").read_text()
+    assert f"resuming at {frames} environment frames, {updates} gradient steps" in log
+    # checkpoint_replay: the resumed learner trains on the replay it saved instead of refilling it.
+    restored = int(log.split("restored a replay of ")[1].split()[0])
+    assert restored == records[-1]["replay/size_sequences"] >= 8
+    assert list((tmp_path / "checkpoints").glob("ckpt-*.replay.npz"))
     reader = tf.train.load_checkpoint(str(tmp_path / "checkpoints"))
     assert int(reader.get_tensor("optimizer/_iterations/.ATTRIBUTES/VARIABLE_VALUE")) > updates

@@ -66,3 +66,38 @@ def test_sequences_whose_frames_were_overwritten_are_never_sampled():
     stale = sequence(replay, first)
     replay.insert(stale)  # a sequence whose frames are already gone is dropped at insertion
     assert replay.num_dropped == 1
+
+
+def filled_replay(seed=1):
+    rng = np.random.default_rng(seed)
+    replay = make_replay(6, sequence_steps=5, k=2)
+    for i in range(9):  # more sequences than it holds: the ring and the FIFO have wrapped
+        positions = replay.add_frames(rng.integers(0, 255, (3, *FRAME), dtype=np.uint8))
+        replay.insert(sequence(replay, np.concatenate([positions, positions[-2:]]), state=float(i)))
+    replay.update_priorities(np.arange(6), rng.random(6) * 3)
+    return replay
+
+
+def test_a_saved_replay_loads_back_equal_and_samples_the_same(tmp_path):
+    from learner.checkpoints import write_arrays_atomically
+
+    replay = filled_replay()
+    write_arrays_atomically(str(tmp_path / "replay.npz"), replay.state())
+    loaded = make_replay(6, sequence_steps=5, k=2)
+    with np.load(tmp_path / "replay.npz") as arrays:
+        loaded.load_state(arrays)
+    for name, value in replay.state().items():
+        np.testing.assert_array_equal(loaded.state()[name], value, err_msg=name)
+    replay._rng, loaded._rng = np.random.default_rng(7), np.random.default_rng(7)
+    a, b = replay.sample(16), loaded.sample(16)
+    np.testing.assert_array_equal(a.indices, b.indices)
+    np.testing.assert_array_equal(a.weights, b.weights)
+    for name in a.sequences:
+        np.testing.assert_array_equal(a.sequences[name], b.sequences[name], err_msg=name)
+
+
+def test_a_saved_replay_of_other_sizes_is_refused_naming_the_field(tmp_path):
+    state = filled_replay().state()
+    with pytest.raises(ValueError, match="saved replay's ring_frames is uint8\\[32, 84, 84\\], this run's is "
+                                         "uint8\\[34, 84, 84\\]: the replay settings changed"):
+        make_replay(6, sequence_steps=7, k=2).load_state(state)
