@@ -127,6 +127,7 @@ def test_a_failed_start_leaves_no_new_run_directory_and_keeps_an_existing_one(tm
     assert result.returncode == 1 and "doesn't have a parameter named 'num_envz'" in result.stderr
     assert set(runs.glob("CartPole-v1_vtrace_*")) == before
     assert "run_local.sh: removed runs/CartPole-v1_vtrace_" in result.stderr
+    assert "restarting" not in result.stderr  # a configuration error is final, never restarted
 
     (tmp_path / "kept").write_text("an earlier run's file")
     result = subprocess.run(["./run_local.sh", "classic", "vtrace", "1", "1", "--logdir", str(tmp_path), *bad],
