@@ -3,6 +3,7 @@ plain function so these tests need no TensorFlow)."""
 import contextlib
 import queue
 import threading
+import time
 
 import grpc
 import numpy as np
@@ -321,3 +322,55 @@ def test_streams_beyond_max_actors_are_resource_exhausted(learner):
     for client in clients:  # the admitted ones are still served
         assert len(codec.decode_actions(client.send(good_steps(1)).actions, 1)) == 1
         client.close()
+
+
+def test_64_streams_connecting_at_once_are_served_or_refused_none_hangs_and_batches_stay_full():
+    """Load: max_actors (64) actor streams of 4 envs each connect at the same moment, and 8 more
+    beyond the limit; every admitted stream is answered for all its rounds, every extra one is
+    refused with RESOURCE_EXHAUSTED, and the batches the policy sees are full (64 envs)."""
+    streams, extra, envs, rounds = 64, 8, 4, 20
+    slots = SlotAllocator(streams * envs)
+
+    def policy(ids, steps):
+        time.sleep(0.003)  # a policy call's compute (the Nature CNN on 64 envs takes ~10 ms on 2 cores)
+        return (ids % SPEC.num_actions).astype(np.int32)
+
+    batcher = InferenceBatcher(policy, lambda ids: slots.free(ids), 64, 10)
+    batcher.start()
+    servicer = LearnerServicer(SPEC, batcher, slots, auth_token="")
+    server = start_server(servicer, "127.0.0.1:0", max_actors=streams, max_message_bytes=1 << 20)
+    address = f"127.0.0.1:{server.seed_port}"
+    start = threading.Barrier(streams + extra)
+    outcomes = queue.Queue()
+
+    def actor(i):
+        client = Client(address)
+        try:
+            start.wait(30)
+            client.send(codec.make_hello(f"a{i}", envs, SPEC))
+            for _ in range(rounds):
+                assert len(codec.decode_actions(client.send(good_steps(envs)).actions, envs)) == envs
+            outcomes.put("served")
+        except grpc.RpcError as e:
+            outcomes.put(e.code().name)
+        finally:
+            client.close()
+
+    threads = [threading.Thread(target=actor, args=(i,), daemon=True) for i in range(streams + extra)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        assert not any(t.is_alive() for t in threads), "a stream hung"
+        results = [outcomes.get_nowait() for _ in range(outcomes.qsize())]
+        assert len(results) == streams + extra
+        # Which ones are refused depends on who connects first; how many does not.
+        assert results.count("served") == streams and results.count("RESOURCE_EXHAUSTED") == extra
+        # All 256 envs step in lockstep rounds: batches fill to the 64 the batcher allows.
+        mean_batch = batcher.num_batched_envs / batcher.num_batches
+        print(f"64 streams x 4 envs: mean inference batch {mean_batch:.1f} of 64 over {batcher.num_batches} calls")
+        assert mean_batch >= 48, mean_batch
+    finally:
+        server.stop(0).wait()
+        batcher.stop()
