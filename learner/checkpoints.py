@@ -39,6 +39,7 @@ class Checkpointer:
         self.max_to_keep = max_to_keep
         self.sidecars = sidecars or {}
         self._frames = trackables.get("environment_frames")
+        self.extra_summary = dict  # more fields for LATEST_JSON, read at each save
         self._checkpoint = tf.train.Checkpoint(**trackables)
         self._manager = tf.train.CheckpointManager(self._checkpoint, directory, max_to_keep=max_to_keep)
 
@@ -63,6 +64,16 @@ class Checkpointer:
                 log.warning("no %s was saved with %s (it was written without it, or the learner died while "
                             "writing it); the %s starts empty", name, path, name)
         return True
+
+    def summary(self) -> dict:
+        """LATEST_JSON of the latest checkpoint, {} when there is none or it belongs to another one."""
+        try:
+            with open(os.path.join(self.directory, LATEST_JSON)) as f:
+                summary = json.load(f)
+        except (OSError, ValueError):
+            return {}
+        latest = self._manager.latest_checkpoint
+        return summary if latest and summary.get("checkpoint") == os.path.basename(latest) else {}
 
     def check_disk(self) -> None:
         """Refuses sidecars the disk cannot hold: the kept checkpoints' copies and one being written."""
@@ -111,7 +122,8 @@ class Checkpointer:
         """LATEST_JSON: what the newest checkpoint holds, for launchers that report it without TensorFlow
         (run_local.sh's stop message)."""
         summary = {"checkpoint": os.path.basename(path), "time": time.time(),
-                   "environment_frames": int(self._frames.numpy()) if self._frames is not None else None}
+                   "environment_frames": int(self._frames.numpy()) if self._frames is not None else None,
+                   **self.extra_summary()}
         target = os.path.join(self.directory, LATEST_JSON)
         try:
             with open(target + ".tmp", "w") as f:

@@ -101,6 +101,20 @@ class EpisodeLog:
     def flush(self) -> None:
         self._file.flush()
 
+    @staticmethod
+    def last_env_frames(path: str) -> int:
+        """The env frames of the last complete row (0 for none): where a resumed run's count goes on."""
+        if not os.path.exists(path):
+            return 0
+        with open(path, "rb") as f:
+            f.seek(max(0, os.path.getsize(path) - 4096))
+            lines = f.read().decode(errors="replace").split("\n")[:-1]  # the last may be half written
+        for line in reversed(lines):
+            first = line.split(",", 1)[0]
+            if first.isdigit():
+                return int(first)
+        return 0
+
 
 class RateWindow:
     """The span and counter changes a progress line's rates are taken over: since the last
@@ -274,12 +288,17 @@ def run_learner(logdir: str, address: str, stop: threading.Event, *, agent=VTrac
     checkpointer = Checkpointer(os.path.join(logdir, "checkpoints"), environment_frames=frames,
                                 sidecars=agent.checkpoint_sidecars(), **agent.trackables())
     checkpointer.check_disk()
-    if checkpointer.restore_latest():
+    resumed = checkpointer.restore_latest()
+    if resumed:
         log.info("resuming at %d environment frames, %d gradient steps", int(frames.numpy()),
                  int(agent.optimizer.iterations.numpy()) if agent.optimizer else 0)
 
     pipeline = InferencePipeline(agent, spec, max_slots=max_env_slots, num_stacked_frames=num_stacked_frames,
                                  reward_clipping=reward_clipping)
+    if resumed:  # frames stepped go on from where the run was, so its learning curve continues
+        pipeline.env_steps = max(checkpointer.summary().get("environment_frames_stepped") or 0,
+                                 EpisodeLog.last_env_frames(os.path.join(logdir, "episodes.csv"))) // spec.frames_per_step
+    checkpointer.extra_summary = lambda: {"environment_frames_stepped": pipeline.env_steps * spec.frames_per_step}
     slots = SlotAllocator(max_env_slots)
 
     def release(slot_ids):

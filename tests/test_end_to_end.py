@@ -119,6 +119,9 @@ def test_vtrace_with_replay_counts_fresh_frames_reports_its_mix_and_resumes(tmp_
                   ["run_actor.num_envs=4"], timeout_s=300)
     # The replay is not checkpointed: the resumed run fills it again before its first update.
     assert checkpoint_counters(tmp_path) == (budget + first + 7 * later, 108)
+    # Frames stepped go on across the resume (they restarted at 0 before), so the curve continues.
+    stepped = [int(line.split(",")[0]) for line in (tmp_path / "episodes.csv").read_text().splitlines()[1:]]
+    assert stepped == sorted(stepped) and stepped[-1] > budget
 
 
 def test_a_batch_that_cannot_fit_the_unroll_queue_is_refused_at_start(tmp_path):

@@ -55,3 +55,13 @@ def test_progress_line_says_how_far_and_how_long_is_left():
     assert "(100.0 % of 10,000,000; 100/s, n/a left)" in format_progress(record, 7, "")
     record.update(frames=0, total_frames=200_000_000, frames_per_second=4_000.0)
     assert "4,000/s, 13h53m left" in format_progress(record, 7, "")
+
+
+def test_a_resumed_run_reads_its_frames_stepped_from_the_last_complete_row(tmp_path):
+    from learner.learner import EpisodeLog
+
+    path = tmp_path / "episodes.csv"
+    assert EpisodeLog.last_env_frames(str(path)) == 0
+    path.write_text("env_frames,raw_return,clipped_return,length_frames,evaluation,time\n"
+                    "400,1.0,1.0,100,0,1.0\n1200,2.0,2.0,100,0,2.0\n15")  # the last row is half written
+    assert EpisodeLog.last_env_frames(str(path)) == 1200
