@@ -45,10 +45,16 @@ def supervise(commands: List[List[str]], role: str, max_learner_restarts: int = 
     stop = stop_on_signals()
     processes = [subprocess.Popen(c) for c in commands]
     backoff = [1.0] * len(commands)
+    restart_at = [None] * len(commands)  # when a dead process is started again; the others run on meanwhile
     learner_restarts = 0
     try:
         while not stop.wait(0.5):
+            now = time.monotonic()
             for i, p in enumerate(processes):
+                if restart_at[i] is not None:
+                    if now >= restart_at[i]:
+                        processes[i], restart_at[i] = subprocess.Popen(commands[i]), None
+                    continue
                 code = p.poll()
                 if code is None:
                     continue
@@ -62,10 +68,8 @@ def supervise(commands: List[List[str]], role: str, max_learner_restarts: int = 
                     log.warning("%s process %d %s; restarting it in %.0f s%s", role, i, reason, backoff[i],
                                 f" (restart {learner_restarts} of {max_learner_restarts}, from its latest "
                                 "checkpoint)" if role == "learner" else "")
-                    if stop.wait(backoff[i]):
-                        break
+                    restart_at[i] = now + backoff[i]
                     backoff[i] = min(2 * backoff[i], max_restart_backoff_s)
-                    processes[i] = subprocess.Popen(commands[i])
                     continue
                 log.info("process %d exited with %d; stopping this replica", i, code)
                 return code

@@ -118,3 +118,21 @@ def test_learning_benchmark_reads_existing_runs_returns_at_frame_marks_and_the_f
     (copied,) = run_benchmark("learning.py", "--plot", str(tmp_path / "copy_episodes.csv"), "--out",
                               str(tmp_path / "out"), "--window", "3", "--label", "copied")
     assert copied["run"] == "copy_episodes" and copied["frames_to_threshold"] == 4_100_000
+
+
+def test_chaos_run_survives_killed_actors_a_killed_learner_and_a_stopped_actor(tmp_path):
+    """The short soak: a minute of CartPole V-trace under seed-launch with an actor SIGKILLed every
+    4 s, the learner SIGKILLed once and an actor SIGSTOPped past the idle timeout."""
+    (record,) = run_benchmark("chaos.py", "--minutes", "1", "--config", "classic_vtrace.gin", "--actors", "3",
+                              "--envs", "2", "--actor_kill_every_s", "4", "--learner_kill_every_s", "25",
+                              "--idle_timeout_s", "5", "--checkpoint_interval_s", "2", "--logdir", str(tmp_path),
+                              timeout_s=600)
+    print(record)
+    assert record["learner_kills"] >= 2 and record["learner_restarts"] == record["learner_kills"]
+    assert record["actor_kills"] >= 10 and record["actor_restarts"] >= record["actor_kills"] - 1
+    assert record["streams_lost"] >= 1 and record["idle_streams_closed"] >= 1
+    for kill in record["kills"]:  # each resume started at the checkpoint the kill found, or a later one
+        assert kill["lost_at_most_since_checkpoint"], kill
+    assert record["readable_checkpoint"] and record["episodes_after_last_kill"] > 0
+    assert record["env_frames_stepped"] > 0 and record["frames_trained"] > 0
+    assert record["exit_codes"] == [0, 0]

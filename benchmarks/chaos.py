@@ -1,0 +1,204 @@
+"""A soak of repeated faults on a real V-trace run: what is lost, and whether it goes on.
+
+    .venv/bin/python benchmarks/chaos.py --minutes 10                                  # the README's record
+    .venv/bin/python benchmarks/chaos.py --minutes 1 --config classic_vtrace.gin --learner_kill_every_s 25
+
+Runs the cluster entry point as a job would (`seed-launch` for a learner replica and one actor
+replica of `--actors` actor processes, over loopback), and while it trains: SIGKILLs a random actor
+process every `--actor_kill_every_s`, SIGKILLs the learner process every `--learner_kill_every_s`
+(seed-launch restarts both, the learner from its latest checkpoint), and once, early, SIGSTOPs an
+actor for longer than the learner's idle timeout, then lets it go on. Prints one JSON line: learner and actor
+restarts, streams lost and closed as idle, environment frames stepped and frames trained, for each
+learner kill the frames trained before it, the frames it resumed at and the checkpoint's frames at
+the kill (a resume must start at that checkpoint: at most the frames since it are lost), whether the
+run ended with a readable checkpoint, and whether episodes kept coming after the last kill.
+"""
+import argparse
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import time
+from typing import List
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def cluster_spec(task_type: str, learner: str, actor: str) -> str:
+    return json.dumps({"cluster": {"workerpool0": [learner], "workerpool1": [actor]}, "environment": "cloud",
+                       "task": {"type": task_type, "index": 0, "trial": ""}})
+
+
+def children(pid: int) -> List[int]:
+    """Live child processes (a killed one stays a zombie until its parent notices; it does not count)."""
+    path = f"/proc/{pid}/task/{pid}/children"
+    pids = [int(c) for c in open(path).read().split()] if os.path.exists(path) else []
+    return [p for p in pids if running(p)]
+
+
+def running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def progress(logdir: str) -> List[dict]:
+    path = os.path.join(logdir, "progress.jsonl")
+    if not os.path.exists(path):
+        return []
+    records = []
+    for line in open(path).read().splitlines():
+        try:
+            records.append(json.loads(line))
+        except ValueError:  # a line being written
+            pass
+    return records
+
+
+def latest_checkpoint_frames(logdir: str):
+    try:
+        with open(os.path.join(logdir, "checkpoints", "latest.json")) as f:
+            return json.load(f)["environment_frames"]
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def resumes(logdir: str) -> List[int]:
+    path = os.path.join(logdir, "logs", "learner.log")
+    text = open(path).read() if os.path.exists(path) else ""
+    return [int(part.split()[0]) for part in text.split("resuming at ")[1:]]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--minutes", type=float, default=10.0)
+    parser.add_argument("--config", default="atari_vtrace.gin")
+    parser.add_argument("--actors", type=int, default=4)
+    parser.add_argument("--envs", type=int, default=4, help="envs per actor")
+    parser.add_argument("--actor_kill_every_s", type=float, default=5.0)
+    parser.add_argument("--learner_kill_every_s", type=float, default=120.0)
+    parser.add_argument("--idle_timeout_s", type=float, default=20.0, help="run_learner.actor_idle_timeout_s")
+    parser.add_argument("--checkpoint_interval_s", type=float, default=60.0)
+    parser.add_argument("--logdir", default=None, help="default: a new directory under /tmp")
+    parser.add_argument("--seed", type=int, default=0, help="which faults, when")
+    args = parser.parse_args()
+    if args.minutes <= 0 or args.actors < 1 or args.envs < 1:
+        parser.error("--minutes, --actors and --envs must be positive")
+    if args.actor_kill_every_s + args.idle_timeout_s + 10 >= args.learner_kill_every_s:
+        parser.error("the SIGSTOP (from --actor_kill_every_s for --idle_timeout_s + 10 s) must end before the first "
+                     "learner kill: raise --learner_kill_every_s or lower --idle_timeout_s")
+    rng = random.Random(args.seed)
+    logdir = args.logdir or os.path.join("/tmp", f"seed_chaos_{int(time.time())}")
+    os.makedirs(logdir, exist_ok=True)
+    learner_address, actor_address = f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"
+    bindings = [f"run_learner.checkpoint_interval_s={args.checkpoint_interval_s}",
+                f"run_learner.actor_idle_timeout_s={args.idle_timeout_s}", "run_learner.progress_interval_s=1",
+                f"run_actor.num_envs={args.envs}", "run_actor.reconnect_timeout_s=600",
+                "run_actor.max_backoff_s=2"]
+    common = [sys.executable, "-m", "seed.launch", "--logdir", logdir, "--listen_host", "127.0.0.1",
+              "--gin_config", args.config] + [a for b in bindings for a in ("--gin_bindings", b)]
+    with open(os.path.join(logdir, "chaos_launch.log"), "ab") as out:
+        learner = subprocess.Popen(common + ["--max_learner_restarts", "1000"], cwd=REPO, stdout=out, stderr=out,
+                                   env=dict(os.environ, CLUSTER_SPEC=cluster_spec("workerpool0", learner_address,
+                                                                                  actor_address)))
+        actors = subprocess.Popen(common + ["--actors_per_replica", str(args.actors)], cwd=REPO, stdout=out,
+                                  stderr=out, env=dict(os.environ, CLUSTER_SPEC=cluster_spec(
+                                      "workerpool1", learner_address, actor_address)))
+    kills, actor_kills, stopped = [], 0, None
+    started = time.monotonic()
+    try:
+        while not progress(logdir) or "loss/total" not in progress(logdir)[-1]:  # training has begun
+            if time.monotonic() - started > 300 or learner.poll() is not None or actors.poll() is not None:
+                raise SystemExit(f"chaos.py: the run did not start training; see {logdir}/logs")
+            time.sleep(1)
+        started = time.monotonic()
+        deadline = started + 60 * args.minutes
+        next_actor_kill = started + args.actor_kill_every_s
+        next_learner_kill = started + args.learner_kill_every_s
+        # One long SIGSTOP, early and over before the first learner kill: a learner restart would end
+        # the stopped actor's stream itself, and the idle timeout would have nothing to close.
+        stop_at = started + args.actor_kill_every_s
+        while time.monotonic() < deadline:
+            time.sleep(0.5)
+            now = time.monotonic()
+            pids = children(actors.pid)
+            if stopped is None and now >= stop_at and pids:
+                stopped = (rng.choice(pids), now + args.idle_timeout_s + 10)
+                os.kill(stopped[0], signal.SIGSTOP)
+            elif stopped and stopped[1] and now >= stopped[1]:
+                os.kill(stopped[0], signal.SIGCONT)
+                stopped = (stopped[0], 0)
+            if now >= next_actor_kill:
+                next_actor_kill = now + args.actor_kill_every_s
+                candidates = [p for p in pids if not (stopped and p == stopped[0] and stopped[1])]
+                if candidates:
+                    os.kill(rng.choice(candidates), signal.SIGKILL)
+                    actor_kills += 1
+            if now >= next_learner_kill and children(learner.pid):
+                next_learner_kill = now + args.learner_kill_every_s
+                records = progress(logdir)
+                kills.append({"at_s": round(now - started, 1), "unix_time": time.time(),
+                              "frames_trained": records[-1].get("frames"),
+                              "checkpoint_frames": latest_checkpoint_frames(logdir)})
+                os.kill(children(learner.pid)[0], signal.SIGKILL)
+    finally:
+        if stopped and stopped[1]:
+            os.kill(stopped[0], signal.SIGCONT)
+        for p in (actors, learner):
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        codes = [p.wait(120) for p in (actors, learner)]
+
+    resumed_at = resumes(logdir)
+    for kill, resumed in zip(kills, resumed_at[-len(kills):] if kills else []):
+        kill["resumed_at"] = resumed
+        kill["frames_lost"] = (kill["frames_trained"] or 0) - resumed
+        kill["lost_at_most_since_checkpoint"] = resumed >= (kill["checkpoint_frames"] or 0)
+    records = progress(logdir)
+    # Counters restart with each learner process: sum each process's last value. A new process
+    # shows as a counter or the trained frames going down.
+    counters = ("frames", "actors/streams_lost", "actors/idle_streams_closed")
+    segments, last = [], None
+    for r in records:
+        if last is not None and any(r.get(k, 0) < last.get(k, 0) for k in counters):
+            segments.append(last)
+        last = r
+    segments += [last] if last else []
+    episodes = [line.split(",") for line in open(os.path.join(logdir, "episodes.csv")).read().splitlines()[1:]]
+    last_kill_time = kills[-1]["unix_time"] if kills else 0
+    try:
+        import tensorflow as tf
+        readable = bool(tf.train.load_checkpoint(os.path.join(logdir, "checkpoints")))
+    except Exception:  # noqa: BLE001  (any failure to read it is the answer)
+        readable = False
+    launch_log = open(os.path.join(logdir, "logs", "launch_learner.log")).read()
+    actors_log = open(os.path.join(logdir, "logs", "launch_actors_0.log")).read()
+    print(json.dumps({
+        "benchmark": "chaos", "config": args.config, "minutes": args.minutes, "actors": args.actors,
+        "envs_per_actor": args.envs, "actor_kills": actor_kills, "learner_kills": len(kills),
+        "learner_restarts": launch_log.count("restarting it"), "actor_restarts": actors_log.count("restarting it"),
+        "actor_sigstopped_s": args.idle_timeout_s + 10 if stopped else 0,
+        "streams_lost": sum(s.get("actors/streams_lost", 0) for s in segments),
+        "idle_streams_closed": sum(s.get("actors/idle_streams_closed", 0) for s in segments),
+        "env_frames_stepped": records[-1].get("env_frames") if records else 0,
+        "frames_trained": records[-1].get("frames") if records else 0,
+        "kills": kills, "readable_checkpoint": readable,
+        "episodes": len(episodes),
+        "episodes_after_last_kill": sum(float(e[5]) > last_kill_time for e in episodes if len(e) > 5),
+        "exit_codes": codes, "logdir": logdir}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
