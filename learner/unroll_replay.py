@@ -48,6 +48,22 @@ class UnrollReplay:
         self._next = int((self._next + n) % self.capacity)
         self._size = min(self.capacity, self._size + n)
 
+    def state(self) -> Dict[str, np.ndarray]:
+        """The stored unrolls and their ring position, as named arrays (to save with a checkpoint)."""
+        return {**{f"unroll_{k}": v for k, v in self._buffers.items()}, "inserted_at": self._inserted_at,
+                "next": np.asarray(self._next), "size": np.asarray(self._size)}
+
+    def load_state(self, arrays, prefix: str = "") -> None:
+        """Puts back what `state` returned (under `prefix`); a replay of another capacity is refused."""
+        saved = arrays[prefix + "inserted_at"]
+        if saved.shape != self._inserted_at.shape:
+            raise ValueError(f"saved replay holds {saved.shape[0]} unrolls, this run's {self.capacity}: the replay "
+                             "settings changed since it was saved; restore them, or set checkpoint_replay=False")
+        names = [k[len(prefix + "unroll_"):] for k in arrays if k.startswith(prefix + "unroll_")]
+        self._buffers = {name: np.array(arrays[prefix + "unroll_" + name]) for name in names}
+        self._inserted_at[:] = saved
+        self._next, self._size = int(arrays[prefix + "next"]), int(arrays[prefix + "size"])
+
     def sample(self, n: int, update: int) -> Tuple[Unrolls, float]:
         """`n` unrolls drawn uniformly with replacement, and their mean age in updates."""
         positions = self._rng.integers(0, self._size, n)

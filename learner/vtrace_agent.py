@@ -1,5 +1,6 @@
 """The V-trace (IMPALA) agent on the central-inference learner: sample from the
 policy, assemble unrolls from the same steps, train on batches of them."""
+import logging
 import threading
 from typing import Dict, Optional, Tuple
 
@@ -8,6 +9,7 @@ import numpy as np
 import tensorflow as tf
 
 from learner.batcher import LearnerStopped
+from learner.checkpoints import write_arrays_atomically
 from learner.inference import batched_policy
 from learner.optimizers import create_optimizer
 from learner.slots import StepInputs
@@ -18,6 +20,8 @@ from seed.codec import EnvStepBatch
 from seed.networks import ActorCriticNetwork, EnvOutput
 from seed.settings import require_positive
 from seed.specs import EnvSpec
+
+log = logging.getLogger(__name__)
 
 
 @gin.configurable(denylist=["spec", "num_stacked_frames", "max_slots", "total_environment_frames", "stop",
@@ -33,6 +37,9 @@ class VTraceAgent:
     step about twice. Training starts once the replays hold `min_replay_unrolls`. The frame
     counter counts the fresh frames each update consumed (the first one's include the fill).
 
+    `checkpoint_replay` saves the replays of a mix beside every checkpoint and restores them on
+    resume (as R2D2Agent's), instead of refilling them.
+
     `epochs` passes over each batch, each in `minibatches` shuffled minibatches of whole unrolls
     (`batch_size` must divide by it), so a batch makes epochs x minibatches gradient steps, as PPO
     does; pair several epochs with `VTraceLoss.clip_epsilon`. The learning-rate schedule counts
@@ -45,7 +52,8 @@ class VTraceAgent:
                  stop: threading.Event, unroll_length: int = 20, batch_size: int = 32,
                  unroll_queue_capacity: int = 64, sources: Optional[Dict[str, float]] = None,
                  replay_capacity: int = 1024, min_replay_unrolls: int = 64, epochs: int = 1,
-                 minibatches: int = 1, strategy: Optional[tf.distribute.Strategy] = None):
+                 minibatches: int = 1, checkpoint_replay: bool = False,
+                 strategy: Optional[tf.distribute.Strategy] = None):
         require_positive("VTraceAgent", unroll_length=unroll_length, batch_size=batch_size,
                          unroll_queue_capacity=unroll_queue_capacity, replay_capacity=replay_capacity,
                          min_replay_unrolls=min_replay_unrolls, epochs=epochs, minibatches=minibatches)
@@ -73,13 +81,17 @@ class VTraceAgent:
         self.epochs = epochs
         self.minibatches = minibatches
         self._shuffle = np.random.default_rng(np.random.randint(2 ** 31))  # run_learner.seed seeds numpy
-        self.unrolls = UnrollStore(max_slots, unroll_length, {
+        fields = {
             "observation": (self.network.observation_shape, spec.observation_dtype),
             "reward": ((), "float32"), "first": ((), "bool"), "terminated": ((), "bool"),
             "truncated": ((), "bool"), "prev_action": ((), "int32"), "action": ((), "int32"),
             "behaviour_logits": ((spec.num_actions,), "float32"),
             "core_state": ((self.network.state_size,), "float32"),
-        })
+        }
+        self.unrolls = UnrollStore(max_slots, unroll_length, fields)
+        self.checkpoint_replay = checkpoint_replay
+        self._unroll_nbytes = (unroll_length + 1) * sum(int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+                                                        for shape, dtype in fields.values())
         self._stop = stop
 
         @batched_policy(self.network)
@@ -128,7 +140,26 @@ class VTraceAgent:
         return {"agent": self.network, "optimizer": self.optimizer}
 
     def checkpoint_sidecars(self) -> Dict[str, object]:
-        return {}  # the unroll replay of a mix is not saved: a resumed run refills it
+        return {"replay": self} if self.checkpoint_replay and self.data.replays else {}
+
+    @property
+    def state_nbytes(self) -> int:
+        return sum(r.capacity for r in self.data.replays.values()) * self._unroll_nbytes
+
+    def save_state(self, path: str) -> None:
+        """The mix's replays and its update count (the replay ages count from it), to `path`.
+        Called from the training thread (or after it stopped), the only one that touches them."""
+        arrays = {"mix_updates": np.asarray(self.data.updates)}
+        for kind, replay in self.data.replays.items():
+            arrays.update({f"{kind}/{k}": v for k, v in replay.state().items()})
+        write_arrays_atomically(path, arrays)
+
+    def load_state(self, path: str) -> None:
+        with np.load(path) as arrays:
+            for kind, replay in self.data.replays.items():
+                replay.load_state(arrays, prefix=f"{kind}/")
+            self.data.updates = int(arrays["mix_updates"])
+        log.info("restored replays %s from %s", {k: len(r) for k, r in self.data.replays.items()}, path)
 
     def data_metrics(self) -> Dict[str, float]:
         return {"unroll_queue/depth": len(self.queue), **self.data.metrics()}

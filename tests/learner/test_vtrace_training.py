@@ -123,3 +123,36 @@ def test_clipped_surrogate_loss_trains():
     assert metrics["update_applied"] and np.isfinite(metrics["loss/policy"])
     # Random behaviour logits are far from the new policy: most steps lie outside the clip range.
     assert metrics["policy/approx_kl"] > 0.1 and 0.5 < metrics["policy/clip_fraction"] <= 1.0
+
+
+def test_vtrace_replay_mix_is_saved_and_restored_with_checkpoint_replay(tmp_path):
+    import threading
+
+    from learner.vtrace_agent import VTraceAgent
+    from seed.specs import EnvSpec
+
+    def agent():
+        return VTraceAgent(EnvSpec((4,), "float32", 2, 1), num_stacked_frames=1, max_slots=4,
+                           total_environment_frames=10 ** 6, stop=threading.Event(), unroll_length=5, batch_size=4,
+                           sources={"queue": 0.5, "uniform": 0.5}, replay_capacity=8, min_replay_unrolls=4,
+                           checkpoint_replay=True)
+
+    saved, stop, rng = agent(), threading.Event(), np.random.default_rng(3)
+    for _ in range(5):
+        assert saved.queue.put(random_unrolls(rng, 2, 5, (4, 1), "float32", 2, 0), stop)
+    for _ in range(3):
+        saved.next_batch(stop)
+    assert saved.checkpoint_sidecars() == {"replay": saved}
+    # 8 unrolls x 6 steps x (observation 4 floats, reward, 3 flags, 2 actions, 2 logits; no core state)
+    assert saved.state_nbytes == 8 * 6 * (16 + 4 + 3 + 8 + 8)
+    saved.save_state(str(tmp_path / "replay.npz"))
+
+    restored = agent()
+    restored.load_state(str(tmp_path / "replay.npz"))
+    before, after = saved.data.replays["uniform"], restored.data.replays["uniform"]
+    assert len(after) == len(before) == 8 and restored.data.updates == saved.data.updates == 3
+    for name, value in before.state().items():
+        np.testing.assert_array_equal(after.state()[name], value, err_msg=name)
+    plain = VTraceAgent(EnvSpec((4,), "float32", 2, 1), num_stacked_frames=1, max_slots=4,
+                        total_environment_frames=10 ** 6, stop=threading.Event(), checkpoint_replay=True)
+    assert plain.checkpoint_sidecars() == {}  # fresh unrolls only: nothing to save
