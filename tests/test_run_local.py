@@ -16,10 +16,11 @@ from tests.processes import REPO_ROOT
 class RunLocal:
     started = []  # every run a test started, so a failing test leaves none running
 
-    def __init__(self, *args):
+    def __init__(self, *args, env=None):
         # Its own session, like a terminal's foreground job: Ctrl-C goes to the whole group.
         self.process = subprocess.Popen(["./run_local.sh", *args], cwd=REPO_ROOT, stdout=subprocess.PIPE,
-                                        stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                                        stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                                        env=dict(os.environ, **(env or {})))
         RunLocal.started.append(self)
         self.lines = queue.Queue()
         self.output = []
@@ -182,13 +183,15 @@ def test_a_learner_killed_before_its_first_checkpoint_is_reported_as_such(tmp_pa
     """SIGKILL (as the out-of-memory killer sends) leaves no checkpoint when none was due yet:
     run_local.sh must say so instead of promising a resume."""
     run = RunLocal("classic", "vtrace", "1", "2", "--logdir", str(tmp_path),
-                   "--gin_bindings", "run_learner.checkpoint_interval_s=3600")
+                   "--gin_bindings", "run_learner.checkpoint_interval_s=3600",
+                   env={"SEED_LEARNER_RESTARTS": "0"})  # so the run stops instead of restarting its learner
     run.wait_for("loss policy")
     learner_pid = int(subprocess.run(["pgrep", "-P", str(run.process.pid), "-f", "learner --logdir"],
                                      capture_output=True, text=True, check=True).stdout.split()[0])
     os.kill(learner_pid, signal.SIGKILL)
     output = run.remaining_output()
     assert run.process.returncode != 0
+    assert "the learner died (signal KILL) after 0 restarts; giving up (SEED_LEARNER_RESTARTS=0)" in output
     assert f"stopped; {tmp_path} has no checkpoint, so the same command starts this run from the beginning" in output
     assert not (tmp_path / "checkpoints" / "latest.json").exists()
 
