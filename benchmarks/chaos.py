@@ -18,19 +18,15 @@ import json
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import time
 from typing import List
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+sys.path.insert(0, REPO)
+from benchmarks.end_to_end import read_jsonl  # noqa: E402
+from tests.processes import free_loopback_port  # noqa: E402
 
 
 def cluster_spec(task_type: str, learner: str, actor: str) -> str:
@@ -54,16 +50,7 @@ def running(pid: int) -> bool:
 
 
 def progress(logdir: str) -> List[dict]:
-    path = os.path.join(logdir, "progress.jsonl")
-    if not os.path.exists(path):
-        return []
-    records = []
-    for line in open(path).read().splitlines():
-        try:
-            records.append(json.loads(line))
-        except ValueError:  # a line being written
-            pass
-    return records
+    return read_jsonl(os.path.join(logdir, "progress.jsonl"))
 
 
 def latest_checkpoint_frames(logdir: str):
@@ -101,7 +88,7 @@ def main() -> int:
     rng = random.Random(args.seed)
     logdir = args.logdir or os.path.join("/tmp", f"seed_chaos_{int(time.time())}")
     os.makedirs(logdir, exist_ok=True)
-    learner_address, actor_address = f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"
+    learner_address, actor_address = f"127.0.0.1:{free_loopback_port()}", f"127.0.0.1:{free_loopback_port()}"
     bindings = [f"run_learner.checkpoint_interval_s={args.checkpoint_interval_s}",
                 f"run_learner.actor_idle_timeout_s={args.idle_timeout_s}", "run_learner.progress_interval_s=1",
                 f"run_actor.num_envs={args.envs}", "run_actor.reconnect_timeout_s=600",
@@ -118,7 +105,7 @@ def main() -> int:
     kills, actor_kills, stopped = [], 0, None
     started = time.monotonic()
     try:
-        while not progress(logdir) or "loss/total" not in progress(logdir)[-1]:  # training has begun
+        while "loss/total" not in (progress(logdir) or [{}])[-1]:  # training has begun
             if time.monotonic() - started > 300 or learner.poll() is not None or actors.poll() is not None:
                 raise SystemExit(f"chaos.py: the run did not start training; see {logdir}/logs")
             time.sleep(1)

@@ -62,7 +62,8 @@ def supervise(commands: List[List[str]], role: str, max_learner_restarts: int = 
                     restart = code < 0
                 else:
                     restart = (code < 0 or code == 1) and learner_restarts < max_learner_restarts
-                    learner_restarts += restart
+                    if restart:
+                        learner_restarts += 1
                 if restart:
                     reason = f"died from signal {-code}" if code < 0 else f"exited with {code}"
                     log.warning("%s process %d %s; restarting it in %.0f s%s", role, i, reason, backoff[i],

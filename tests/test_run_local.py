@@ -44,6 +44,11 @@ class RunLocal:
                 return line
         pytest.fail(f"{text!r} never appeared:\n{''.join(self.output[-40:])}")
 
+    def learner_pid(self) -> int:
+        """The learner process run_local.sh started (its direct child)."""
+        return int(subprocess.run(["pgrep", "-P", str(self.process.pid), "-f", "learner --logdir"],
+                                  capture_output=True, text=True, check=True).stdout.split()[0])
+
     def remaining_output(self) -> str:
         """Everything printed since the last wait_for, once the process has exited."""
         self.process.wait(60)
@@ -186,9 +191,7 @@ def test_a_learner_killed_before_its_first_checkpoint_is_reported_as_such(tmp_pa
                    "--gin_bindings", "run_learner.checkpoint_interval_s=3600",
                    env={"SEED_LEARNER_RESTARTS": "0"})  # so the run stops instead of restarting its learner
     run.wait_for("loss policy")
-    learner_pid = int(subprocess.run(["pgrep", "-P", str(run.process.pid), "-f", "learner --logdir"],
-                                     capture_output=True, text=True, check=True).stdout.split()[0])
-    os.kill(learner_pid, signal.SIGKILL)
+    os.kill(run.learner_pid(), signal.SIGKILL)
     output = run.remaining_output()
     assert run.process.returncode != 0
     assert "the learner died (signal KILL) after 0 restarts; giving up (SEED_LEARNER_RESTARTS=0)" in output
@@ -204,9 +207,7 @@ def test_a_killed_learner_is_restarted_from_its_checkpoint_and_training_continue
     while not (tmp_path / "checkpoints" / "latest.json").exists():  # the first periodic checkpoint
         assert time.monotonic() < deadline, "no checkpoint within 60 s at checkpoint_interval_s=1"
         time.sleep(0.5)
-    learner_pid = int(subprocess.run(["pgrep", "-P", str(run.process.pid), "-f", "learner --logdir"],
-                                     capture_output=True, text=True, check=True).stdout.split()[0])
-    os.kill(learner_pid, signal.SIGKILL)
+    os.kill(run.learner_pid(), signal.SIGKILL)
     run.wait_for("the learner died (signal KILL); restarting it from its latest checkpoint")
     resumed = run.wait_for("resuming at ")
     frames = int(resumed.split("resuming at ")[1].split()[0])
