@@ -35,7 +35,7 @@ def main(argv=None) -> int:
     else:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from actors.actor import run_actor
-    gin_setup.parse(args.gin_config, args.gin_bindings, skip=gin_setup.LEARNER_CONFIGURABLES)
+    gin_setup.parse(args.gin_config, args.gin_bindings, skip_unknown=True)
     try:
         return run_actor(args.learner_address, args.actor_index, stop, args.logdir)
     except ValueError as e:  # bad settings found at start (env, ranges, auth): one line, not a traceback

@@ -30,6 +30,7 @@ def measure(config: str, saves: int) -> dict:
 
     import actors.actor  # noqa: F401  (its configurables, so the learner config parses whole)
     from learner import learner as learner_module  # noqa: F401  registers the agents
+    from learner.agents import AgentContext
     from learner.checkpoints import Checkpointer
     from seed import envs, gin_setup
 
@@ -39,8 +40,7 @@ def measure(config: str, saves: int) -> dict:
     interval = setting("checkpoint_interval_s")
     stacked = setting("num_stacked_frames")
     spec = envs.env_spec()
-    agent = agent_class(spec, num_stacked_frames=stacked, max_slots=256, total_environment_frames=10 ** 9,
-                        stop=threading.Event())
+    agent = agent_class(AgentContext(spec, stacked, 256, 10 ** 9, threading.Event()))
     frames = tf.Variable(0, dtype=tf.int64, name="environment_frames")
     with tempfile.TemporaryDirectory() as directory:
         checkpointer = Checkpointer(directory, environment_frames=frames, **agent.trackables())

@@ -52,10 +52,9 @@ def vtrace_learner(spec):
     """The configured V-trace agent behind the learner's inference path, for a parsed gin config."""
     import gin
     from learner.inference import InferencePipeline
-    from learner.vtrace_agent import VTraceAgent
+    from learner.agents import AgentContext, VTraceAgent
     stacked = gin.query_parameter("run_learner.num_stacked_frames")
-    agent = VTraceAgent(spec, num_stacked_frames=stacked, max_slots=256, total_environment_frames=10 ** 9,
-                        stop=threading.Event())
+    agent = VTraceAgent(AgentContext(spec, stacked, 256, 10 ** 9, threading.Event()))
     agent.queue.capacity = 10 ** 9  # nothing trains while inference is timed: never block on a full queue
     return agent, InferencePipeline(agent, spec, max_slots=256, num_stacked_frames=stacked,
                                     reward_clipping="abs_one")

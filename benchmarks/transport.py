@@ -53,7 +53,7 @@ RAW_STEPPER = """
 import sys, numpy as np
 import actors.actor
 from seed import gin_setup, envs as seed_envs
-gin_setup.parse([sys.argv[1]], sys.argv[4:], skip=gin_setup.LEARNER_CONFIGURABLES)
+gin_setup.parse([sys.argv[1]], sys.argv[4:], skip_unknown=True)
 envs = seed_envs.create_envs(int(sys.argv[2]))
 steps = np.memmap(sys.argv[3], np.int64, "r+", shape=(1,))
 envs.reset(seed=0)

@@ -26,8 +26,8 @@ def r2d2_updates(spec, batch_size: int, rng):
     import gin
     import numpy as np
     from learner.optimizers import create_optimizer
-    from learner.r2d2_training import R2D2Trainer
-    from seed.networks import DuelingQNetwork
+    from learner.agents.r2d2.training import R2D2Trainer
+    from learner.networks import DuelingQNetwork
     stacked = gin.query_parameter("run_learner.num_stacked_frames")
     burn_in, unroll = gin.query_parameter("R2D2Agent.burn_in"), gin.query_parameter("R2D2Agent.unroll_length")
     steps, shape = burn_in + unroll + 1, (*spec.observation_shape, stacked)
@@ -66,7 +66,7 @@ def main() -> int:
     import actors.actor  # noqa: F401  (registers every configurable the configs name)
     import learner.learner  # noqa: F401
     from seed import envs as seed_envs, gin_setup
-    from seed.networks import EnvOutput
+    from learner.networks import EnvOutput
 
     gin_setup.parse(["atari_vtrace.gin"], [])
     spec = seed_envs.env_spec()

@@ -36,7 +36,7 @@ def parse_args(argv):
     return args
 
 
-def evaluate(network, envs, num_stacked_frames: int, episodes: int, epsilon: float, seed: int, recorder=None,
+def evaluate(policy, envs, num_stacked_frames: int, episodes: int, epsilon: float, seed: int, recorder=None,
              on_episode=None):
     """Plays until `episodes` episodes ended; returns their (raw return, length in frames).
     `recorder(frame)` gets env 0's observations until its first episode ends;
@@ -44,13 +44,13 @@ def evaluate(network, envs, num_stacked_frames: int, episodes: int, epsilon: flo
     import numpy as np
     from learner.slots import SlotTable
     from seed.codec import EnvStepBatch
-    from seed.networks import EnvOutput
+    from learner.networks import EnvOutput
 
     rng = np.random.default_rng(seed)
     n = envs.num_envs
     slot_ids = np.arange(n)
     table = SlotTable(n, envs.spec.observation_shape, envs.spec.observation_dtype, num_stacked_frames,
-                      network.state_size, "none")
+                      policy.network.state_size, "none")
     observations = envs.reset(seed=seed)
     steps = EnvStepBatch(observations, np.zeros(n, np.float32), np.zeros(n, bool), np.zeros(n, bool))
     results = []
@@ -64,10 +64,9 @@ def evaluate(network, envs, num_stacked_frames: int, episodes: int, epsilon: flo
             results.append((e.raw_return, e.length * envs.spec.frames_per_step))
             if on_episode is not None:
                 on_episode(len(results), *results[-1])
-        outputs, state = network(inputs.prev_action, EnvOutput(inputs.reward, inputs.first, inputs.observation),
+        outputs, state = policy.network(inputs.prev_action, EnvOutput(inputs.reward, inputs.first, inputs.observation),
                                  inputs.core_state)
-        scores = getattr(outputs, "policy_logits", outputs)
-        actions = np.argmax(np.asarray(scores), axis=-1).astype(np.int32)
+        actions = np.argmax(np.asarray(policy.scores(outputs)), axis=-1).astype(np.int32)
         explore = rng.random(n) < epsilon
         actions[explore] = rng.integers(0, envs.spec.num_actions, explore.sum())
         table.act(slot_ids, actions, np.asarray(state))
@@ -106,7 +105,7 @@ class VideoWriter:
 def main(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     import actors.actor  # noqa: F401  registers every configurable the saved configs name
-    import learner.learner  # noqa: F401
+    import learner.learner  # noqa: F401  and every agent's (learner.agents)
     from seed import gin_setup
 
     configs = [os.path.join(args.logdir, f"{role}_operative_config.gin") for role in ("actor", "learner")]
@@ -127,28 +126,28 @@ def _evaluate_run(args) -> int:
     import gin
     import numpy as np
     import tensorflow as tf
-    from learner.r2d2_agent import R2D2Agent
+    from learner.agents import AGENTS
     from seed import envs as seed_envs
-    from seed.networks import ActorCriticNetwork, DuelingQNetwork
 
+    agent_name = gin.query_parameter("run_learner.agent").scoped_configurable_fn.__name__
     stacked = gin.query_parameter("run_learner.num_stacked_frames")
-    r2d2 = gin.query_parameter("run_learner.agent").scoped_configurable_fn.__name__ == R2D2Agent.__name__
     envs = seed_envs.create_envs(args.num_envs)
-    shape = (*envs.spec.observation_shape, stacked)
-    network = (DuelingQNetwork if r2d2 else ActorCriticNetwork)(envs.spec.num_actions, shape,
-                                                                envs.spec.observation_dtype)
+    policy = AGENTS[agent_name].evaluation_policy(envs.spec, stacked)
+    if policy is None:
+        envs.close()
+        raise ValueError(f"{agent_name} has no evaluation policy (it has no weights to play)")
     checkpoints = os.path.join(args.logdir, "checkpoints")
     latest = tf.train.latest_checkpoint(checkpoints)
     if latest is None:
         print(f"seed-eval: error: no checkpoint in {checkpoints!r}", file=sys.stderr)
         return 2
-    tf.train.Checkpoint(agent=network).restore(latest).expect_partial()
+    tf.train.Checkpoint(agent=policy.network).restore(latest).expect_partial()
     video = VideoWriter(args.video, envs.spec) if args.video else None
     def progress(number, raw_return, frames):  # a Pong episode can take minutes: show each one
         print(f"episode {number}/{args.episodes}: return {raw_return:.1f}, {frames} frames", file=sys.stderr,
               flush=True)
 
-    results = evaluate(network, envs, stacked, args.episodes, args.epsilon, args.seed, video, progress)
+    results = evaluate(policy, envs, stacked, args.episodes, args.epsilon, args.seed, video, progress)
     envs.close()
     if video is not None:
         print(f"recorded {video.close()} frames to {args.video}")

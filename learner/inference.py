@@ -9,7 +9,7 @@ import tensorflow as tf
 
 from learner.slots import FinishedEpisode, SlotTable
 from seed.codec import EnvStepBatch
-from seed.networks import EnvOutput
+from learner.networks import EnvOutput
 from seed.specs import EnvSpec
 
 
@@ -19,7 +19,7 @@ class InferencePipeline:
     def __init__(self, agent, spec: EnvSpec, *, max_slots: int, num_stacked_frames: int, reward_clipping: str):
         self.agent = agent
         self.slots = SlotTable(max_slots, spec.observation_shape, spec.observation_dtype,
-                               num_stacked_frames, agent.network.state_size, reward_clipping)
+                               num_stacked_frames, agent.state_size, reward_clipping)
         # (env steps seen so far, evaluation env?, episode); the main thread drains it for reporting.
         self.finished_episodes: Deque[Tuple[int, bool, FinishedEpisode]] = collections.deque(maxlen=10_000)
         self.env_steps = 0

@@ -1,7 +1,6 @@
 """The learner process: gRPC service, inference thread, training thread,
 checkpoints, summaries and the progress line, wired together."""
 import collections
-import inspect
 import json
 import logging
 import os
@@ -14,16 +13,14 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from learner.agents import AGENTS, AgentContext, VTraceAgent
 from learner.batcher import InferenceBatcher
 from learner.checkpoints import Checkpointer
 from learner.distribution import create_strategy
 from learner.inference import InferencePipeline
 from learner.optimizers import current_learning_rate
-from learner.fixed_action_agent import FixedActionAgent  # noqa: F401  registers it for benchmarks
-from learner.r2d2_agent import R2D2Agent  # noqa: F401  registers @R2D2Agent for the configs
 from learner.service import LearnerServicer, SlotAllocator, start_server
 from learner.tracking import WandbTracker
-from learner.vtrace_agent import VTraceAgent
 from seed import envs as seed_envs
 from seed.auth import read_auth_token, server_credentials
 from seed.gin_setup import save_operative_config
@@ -241,8 +238,8 @@ def run_learner(logdir: str, address: str, stop: threading.Event, *, agent=VTrac
                 seed: Optional[int] = None, tf_intra_op_threads: int = 0, tf_inter_op_threads: int = 0,
                 wandb_project: Optional[str] = None, wandb_entity: Optional[str] = None,
                 wandb_run_name: Optional[str] = None, wandb_tags: Sequence[str] = ()) -> int:
-    """Serves actors and trains `agent` (VTraceAgent or R2D2Agent) until the frame
-    budget or `stop`; returns a process exit code.
+    """Serves actors and trains `agent` (any registered in learner/agents/: @VTraceAgent,
+    @R2D2Agent, @FixedActionAgent) until the frame budget or `stop`; returns a process exit code.
 
     `tf_intra_op_threads` / `tf_inter_op_threads` (0: TensorFlow's choice, every
     core) cap the learner's TensorFlow thread pools, for machines where the
@@ -276,14 +273,11 @@ def run_learner(logdir: str, address: str, stop: threading.Event, *, agent=VTrac
         keras.utils.set_random_seed(seed)  # TensorFlow's, numpy's and Python's: weights, sampling, shuffles
     spec = seed_envs.env_spec()
     log.info("env: %s, %d frames per agent step", spec.describe(), spec.frames_per_step)
-    distributed = {}
-    if strategy is not tf.distribute.get_strategy():
-        if "strategy" not in inspect.signature(agent).parameters:
-            raise ValueError(f"create_strategy.kind: {agent.__name__} trains on one device only; "
-                             "distributed training supports @VTraceAgent")
-        distributed["strategy"] = strategy
-    agent = agent(spec, num_stacked_frames=num_stacked_frames, max_slots=max_env_slots,
-                  total_environment_frames=total_environment_frames, stop=stop, **distributed)
+    if strategy is not tf.distribute.get_strategy() and not agent.supports_strategy:
+        supported = ", ".join(f"@{name}" for name, cls in sorted(AGENTS.items()) if cls.supports_strategy)
+        raise ValueError(f"create_strategy.kind: {agent.__name__} trains on one device only; "
+                         f"distributed training supports {supported}")
+    agent = agent(AgentContext(spec, num_stacked_frames, max_env_slots, total_environment_frames, stop, strategy))
     frames = tf.Variable(0, dtype=tf.int64, name="environment_frames")
     checkpointer = Checkpointer(os.path.join(logdir, "checkpoints"), environment_frames=frames,
                                 sidecars=agent.checkpoint_sidecars(), **agent.trackables())

@@ -1,10 +1,13 @@
 """Gin parsing shared by both roles.
 
 Both roles read the same config files, but the actor must not import the
-learner's modules (they pull in TensorFlow). The actor therefore skips exactly
-the configurables listed in LEARNER_CONFIGURABLES and nothing else, so a typo
-still fails at start in both roles; a test keeps that list equal to what the
-learner registers.
+learner's modules (they pull in TensorFlow), so it cannot know the learner's
+configurables. It parses with `skip_unknown=True`: bindings of configurables it
+does not register are skipped, while a misspelt setting of one it does register
+(`create_atari_envs.gmae`) still fails at start. The learner registers every
+configurable (its own, each registered agent's and the actor's) and parses
+without skipping, so it refuses a misspelt configurable name; a run does not
+start with one.
 """
 import argparse
 import difflib
@@ -18,11 +21,6 @@ from typing import Iterable, Sequence
 import gin
 
 CONFIG_DIR = pathlib.Path(__file__).resolve().parent / "configs"
-
-LEARNER_CONFIGURABLES = frozenset({
-    "run_learner", "create_optimizer", "create_strategy", "VTraceAgent", "VTraceLoss", "VTraceTrainer",
-    "ActorCriticNetwork", "R2D2Agent", "R2D2Trainer", "DuelingQNetwork", "FixedActionAgent",
-})
 
 log = logging.getLogger(__name__)
 
@@ -46,10 +44,10 @@ def resolve_config_path(name: str) -> str:
     raise SystemExit(f"error: gin config {name!r} not found (bundled configs: {available})")
 
 
-def parse(config_files: Sequence[str], bindings: Iterable[str], skip: Iterable[str] = ()) -> None:
-    """Parses configs, then each binding, then finalizes; exits with one line on a bad file or binding."""
+def parse(config_files: Sequence[str], bindings: Iterable[str], skip_unknown: bool = False) -> None:
+    """Parses configs, then each binding, then finalizes; exits with one line on a bad file or binding.
+    `skip_unknown` skips settings of configurables this process does not register (the actor's case)."""
     gin.add_config_file_search_path(str(CONFIG_DIR))
-    skip_unknown = sorted(skip) or False
     for name in config_files:
         path = resolve_config_path(name)
         try:
@@ -90,8 +88,7 @@ def _explain(message: str) -> str:
         return f"{message.rstrip('.')}{hint}{listed}"
     unknown_configurable = re.match(r"No configurable matching '([^']+)'", message)
     if unknown_configurable:
-        known = set(_registered_names()) | LEARNER_CONFIGURABLES  # the actor registers only its own
-        guess = difflib.get_close_matches(unknown_configurable.group(1).split(".")[-1], sorted(known), n=1)
+        guess = difflib.get_close_matches(unknown_configurable.group(1).split(".")[-1], _registered_names(), n=1)
         if guess:
             return f"{message.rstrip('.')}; did you mean '{guess[0]}'?"
     return message

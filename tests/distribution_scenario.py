@@ -7,9 +7,9 @@ import numpy as np
 
 from learner.distribution import create_strategy
 from learner.optimizers import create_optimizer
-from learner.vtrace_training import VTraceTrainer
-from seed.networks import ActorCriticNetwork
-from tests.learner.test_vtrace_training import random_unrolls
+from learner.agents.vtrace.training import VTraceTrainer
+from learner.networks import ActorCriticNetwork
+from tests.learner.agents.test_vtrace_training import random_unrolls
 
 strategy = create_strategy("mirrored", cpu_replicas=2)
 with strategy.scope():

@@ -8,25 +8,6 @@ from seed import gin_setup
 from tests.processes import REPO_ROOT
 
 
-REGISTRY_DIFF = """
-import gin
-def names():
-    return {c.name for _, c in gin.config._REGISTRY.items()}
-import actors.actor, seed.envs
-before = names()
-import learner.learner
-print(sorted(names() - before))
-"""
-
-
-def test_learner_configurables_list_is_exactly_what_only_the_learner_registers():
-    # A fresh interpreter: this one may have imported learner modules already.
-    result = subprocess.run([sys.executable, "-c", REGISTRY_DIFF], capture_output=True, text=True,
-                            cwd=REPO_ROOT, timeout=120)
-    assert result.returncode == 0, result.stderr
-    assert eval(result.stdout.strip().splitlines()[-1]) == sorted(gin_setup.LEARNER_CONFIGURABLES)
-
-
 def run_role(role, *args):
     return subprocess.run([sys.executable, "-c", f"import sys; from {role}.main import main; sys.exit(main())",
                            *args], capture_output=True, text=True, cwd=REPO_ROOT, timeout=120)
@@ -40,6 +21,21 @@ def test_unknown_binding_fails_at_start_in_one_line_with_the_nearest_name(role, 
     assert result.stderr.strip().splitlines()[-1].startswith(
         "error: bad gin binding \"create_gym_envs.env_idd='CartPole-v1'\": "), result.stderr
     assert "did you mean 'env_id'?" in result.stderr
+
+
+def test_a_misspelt_configurable_name_stops_the_learner_and_the_actor_skips_only_what_it_does_not_register(tmp_path):
+    binding = "create_gym_env.env_id='CartPole-v1'"  # create_gym_envs, misspelt
+    result = run_role("learner", "--gin_config", "classic_vtrace.gin", "--logdir", str(tmp_path), "--gin_bindings", binding)
+    assert result.returncode != 0
+    assert "did you mean 'create_gym_envs'?" in result.stderr.strip().splitlines()[-1], result.stderr
+    import actors.actor  # noqa: F401  the actor's configurables, without the learner's
+    try:
+        gin_setup.parse(["classic_vtrace.gin"], ["VTraceLoss.entropy_cost=0.5"], skip_unknown=True)
+        with pytest.raises(SystemExit, match="did you mean 'num_envs'"):
+            gin.clear_config()
+            gin_setup.parse(["classic_vtrace.gin"], ["run_actor.num_env=2"], skip_unknown=True)
+    finally:
+        gin.clear_config()
 
 
 def test_unknown_config_file_lists_the_bundled_ones(tmp_path):
@@ -62,16 +58,16 @@ def test_bundled_configs_parse_for_both_roles(config):
     try:
         gin_setup.parse([config], [])
         gin.clear_config()
-        gin_setup.parse([config], [], skip=gin_setup.LEARNER_CONFIGURABLES)
+        gin_setup.parse([config], [], skip_unknown=True)
     finally:
         gin.clear_config()
 
 
-def gin_error(configs, bindings):
+def gin_error(configs, bindings, skip_unknown=True):
     import seed.envs  # noqa: F401
     try:
         with pytest.raises(SystemExit) as exit_info:
-            gin_setup.parse(configs, bindings, skip=gin_setup.LEARNER_CONFIGURABLES)
+            gin_setup.parse(configs, bindings, skip_unknown=skip_unknown)
     finally:
         gin.clear_config()
     message = str(exit_info.value)
@@ -86,11 +82,11 @@ def test_a_misspelt_setting_is_named_with_the_nearest_one_and_the_list():
     assert "create_gym_envs's settings: env_id" in message
 
 
-def test_a_misspelt_configurable_is_named_with_the_nearest_one():
-    message = gin_error([], ["create_atari_env.game='Breakout'"])
+def test_a_misspelt_configurable_is_named_with_the_nearest_one_by_the_learner():
+    import learner.agents  # noqa: F401  the learner registers every configurable and skips none
+    message = gin_error([], ["create_atari_env.game='Breakout'"], skip_unknown=False)
     assert "No configurable matching 'create_atari_env'; did you mean 'create_atari_envs'?" in message
-    # The actor, which registers none of the learner's configurables, still knows their names.
-    assert "did you mean 'VTraceAgent'?" in gin_error([], ["VTraceAgnt.batch_size=8"])
+    assert "did you mean 'VTraceAgent'?" in gin_error([], ["VTraceAgnt.batch_size=8"], skip_unknown=False)
 
 
 def test_an_unparsable_binding_is_named():
@@ -108,7 +104,7 @@ def test_a_bad_line_in_a_config_file_is_named_with_its_file_and_line(tmp_path):
 def test_sticky_config_sets_repeat_action_probability():
     import seed.envs  # noqa: F401
     try:
-        gin_setup.parse(["atari_vtrace_sticky.gin"], [], skip=gin_setup.LEARNER_CONFIGURABLES)
+        gin_setup.parse(["atari_vtrace_sticky.gin"], [], skip_unknown=True)
         assert gin.query_parameter("create_atari_envs.repeat_action_probability") == 0.25
         assert gin.query_parameter("create_atari_envs.game") == "Pong"
     finally:
@@ -161,7 +157,7 @@ def test_resuming_with_changed_settings_warns_and_names_them(tmp_path, caplog):
         for game in ("Pong", "Pong", "Breakout"):
             gin.clear_config()
             gin_setup.parse(["atari_vtrace_sticky.gin"], [f"create_atari_envs.game='{game}'"],
-                            skip=gin_setup.LEARNER_CONFIGURABLES)
+                            skip_unknown=True)
             seed.envs.env_spec()  # calls create_atari_envs, which makes its settings operative
             caplog.clear()
             gin_setup.save_operative_config(str(tmp_path), "actor")

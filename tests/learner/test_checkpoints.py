@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 from learner.checkpoints import Checkpointer
-from seed.networks import ActorCriticNetwork
+from learner.networks import ActorCriticNetwork
 
 
 def test_a_checkpoint_of_another_network_is_refused_with_the_way_out(tmp_path):

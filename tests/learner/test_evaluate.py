@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 from seed.gin_setup import CONFIG_DIR
-from seed.networks import ActorCriticNetwork
+from learner.networks import ActorCriticNetwork
 from tests.processes import REPO_ROOT
 
 

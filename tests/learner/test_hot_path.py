@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 
 from learner.inference import InferencePipeline
-from learner.r2d2_agent import R2D2Agent
-from learner.vtrace_agent import VTraceAgent
+from learner.agents import AgentContext, R2D2Agent, VTraceAgent
 from seed import codec
 from seed.specs import EnvSpec
 
@@ -35,8 +34,7 @@ def test_python_calls_per_batch_do_not_grow_with_the_number_of_envs(agent_class)
     kwargs = {"unroll_length": 1000, "batch_size": 2}  # no unroll completes while counting
     if agent_class is R2D2Agent:
         kwargs.update(burn_in=2, replay_capacity_steps=20_000, num_eval_envs=0)
-    agent = agent_class(SPEC, num_stacked_frames=4, max_slots=128, total_environment_frames=10 ** 6,
-                        stop=threading.Event(), **kwargs)
+    agent = agent_class(AgentContext(SPEC, 4, 128, 10 ** 6, threading.Event()), **kwargs)
     pipeline = InferencePipeline(agent, SPEC, max_slots=128, num_stacked_frames=4, reward_clipping="abs_one")
     rng = np.random.default_rng(0)
 

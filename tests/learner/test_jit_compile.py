@@ -2,10 +2,10 @@
 import keras
 import numpy as np
 
-from learner.r2d2_training import R2D2Trainer
-from learner.vtrace_training import VTraceTrainer
-from seed.networks import ActorCriticNetwork, DuelingQNetwork
-from tests.learner.test_vtrace_training import random_unrolls
+from learner.agents.r2d2.training import R2D2Trainer
+from learner.agents.vtrace.training import VTraceTrainer
+from learner.networks import ActorCriticNetwork, DuelingQNetwork
+from tests.learner.agents.test_vtrace_training import random_unrolls
 
 
 def copy_weights(source, target):

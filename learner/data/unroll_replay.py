@@ -14,7 +14,7 @@ from typing import Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
-from learner.unrolls import UnrollQueue, Unrolls
+from learner.data.unrolls import UnrollQueue, Unrolls
 
 SOURCE_KINDS = ("queue", "uniform")
 

@@ -3,7 +3,7 @@
 Kapturowski et al. 2019, "Recurrent Experience Replay in Distributed RL";
 the rescaling is from Pohlen et al. 2018 ("Observe and Look Further").
 Tensors are time-major [T+1, B] over the steps of a sequence, with the same
-episode conventions as seed/vtrace.py: `terminated[i]`/`truncated[i]` mark
+episode conventions as learner/agents/vtrace/maths.py: `terminated[i]`/`truncated[i]` mark
 step i as an episode's final observation, the step after it is a reset step,
 and the transition that starts at a final observation is not a transition.
 """

@@ -3,7 +3,8 @@ import threading
 import numpy as np
 import pytest
 
-from learner.r2d2_agent import R2D2Agent, exploration_epsilons, van_der_corput
+from learner.agents import AgentContext, R2D2Agent
+from learner.agents.r2d2.agent import exploration_epsilons, van_der_corput
 from seed.specs import EnvSpec
 
 
@@ -21,7 +22,7 @@ def test_epsilons_follow_the_ape_x_schedule_for_any_number_of_slots_in_use():
 def test_evaluation_envs_must_leave_slots_that_train():
     spec = EnvSpec((4,), "float32", 2)
     with pytest.raises(ValueError, match=r"R2D2Agent.num_eval_envs \(4\) must be below run_learner.max_env_slots \(4\)"):
-        R2D2Agent(spec, num_stacked_frames=1, max_slots=4, total_environment_frames=1000, stop=threading.Event(),
+        R2D2Agent(AgentContext(spec, 1, 4, 1000, threading.Event()),
                   num_eval_envs=4)
 
 
@@ -29,5 +30,5 @@ def test_replay_that_cannot_fit_in_memory_is_refused_at_start():
     spec = EnvSpec((84, 84), "uint8", 6, 4)
     with pytest.raises(ValueError, match=r"needs [\d.]+ GiB but only [\d.]+ GiB is available; lower "
                                          r"R2D2Agent.replay_capacity_steps"):
-        R2D2Agent(spec, num_stacked_frames=4, max_slots=4, total_environment_frames=1000, stop=threading.Event(),
+        R2D2Agent(AgentContext(spec, 4, 4, 1000, threading.Event()),
                   replay_capacity_steps=10 ** 9)

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from seed.networks import ActorCriticNetwork, DuelingQNetwork, EnvOutput
+from learner.networks import ActorCriticNetwork, DuelingQNetwork, EnvOutput
 
 
 def test_unroll_equals_step_by_step_calls_with_state_reset_at_episode_starts():

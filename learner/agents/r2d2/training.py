@@ -6,30 +6,29 @@ import gin
 import numpy as np
 import tensorflow as tf
 
-from seed import r2d2
-from seed.networks import DuelingQNetwork, EnvOutput
+from learner.agents.gradient_step import GradientStep
+from learner.agents.r2d2 import maths as r2d2
+from learner.networks import DuelingQNetwork, EnvOutput
 from seed.settings import require_fraction, require_positive
 
 
 @gin.configurable(denylist=["online", "target", "optimizer", "burn_in"])
 class R2D2Trainer:
-    """`jit_compile` has XLA compile the whole update. It is off by default because on CPU it
-    measured slower (benchmarks/xla.py); measure it on your accelerator before turning it on."""
+    """`max_gradient_norm` clips the gradient's global norm; `jit_compile` has XLA compile the
+    whole update (learner/agents/gradient_step.py says when that pays)."""
 
     def __init__(self, online: DuelingQNetwork, target: DuelingQNetwork, optimizer, burn_in: int,
                  discount: float = 0.997, n_steps: int = 5, target_update_period: int = 2500,
                  max_gradient_norm: float = 80.0, priority_eta: float = 0.9, jit_compile: bool = False):
         require_fraction("R2D2Trainer", discount=discount, priority_eta=priority_eta)
-        require_positive("R2D2Trainer", n_steps=n_steps, target_update_period=target_update_period,
-                         max_gradient_norm=max_gradient_norm)
+        require_positive("R2D2Trainer", n_steps=n_steps, target_update_period=target_update_period)
         self.online, self.target, self.optimizer = online, target, optimizer
         self.burn_in, self.discount, self.n_steps = burn_in, discount, n_steps
         self.target_update_period = target_update_period
-        self.max_gradient_norm = max_gradient_norm
         self.priority_eta = priority_eta
-        optimizer.build(online.trainable_variables)  # create slots now so checkpoints restore them
+        self.step = GradientStep("R2D2Trainer", optimizer, online.trainable_variables, max_gradient_norm, jit_compile)
         self.copy_to_target()
-        self._update = tf.function(self._update_impl, jit_compile=jit_compile)
+        self._update = self.step.compile(self._update_impl)
 
     def copy_to_target(self) -> None:
         for target, online in zip(self.target.variables, self.online.variables):
@@ -65,16 +64,11 @@ class R2D2Trainer:
             td = (targets - taken) * valid
             per_sequence = 0.5 * tf.reduce_sum(tf.square(td), 0) / tf.maximum(tf.reduce_sum(valid, 0), 1.0)
             loss = tf.reduce_mean(weights * per_sequence)
-        gradients = tape.gradient(loss, variables)
-        gradients, norm = tf.clip_by_global_norm(gradients, self.max_gradient_norm)
-        finite = tf.math.is_finite(loss) & tf.math.is_finite(norm)
-        if finite:
-            self.optimizer.apply_gradients(zip(gradients, variables))
+        applied = self.step.apply(loss, tape.gradient(loss, variables))
         abs_td = tf.abs(td)
         mean_abs_td = tf.reduce_sum(abs_td, 0) / tf.maximum(tf.reduce_sum(valid, 0), 1.0)
         priorities = self.priority_eta * tf.reduce_max(abs_td, 0) + (1 - self.priority_eta) * mean_abs_td
-        return {"loss/td": loss, "mean_abs_td": tf.reduce_mean(mean_abs_td), "gradient_norm": norm,
-                "update_applied": finite}, priorities
+        return {"loss/td": loss, "mean_abs_td": tf.reduce_mean(mean_abs_td), **applied}, priorities
 
     def update(self, sequences: Dict[str, np.ndarray], weights: np.ndarray):
         """`sequences` batch-major [B, L, ...]; returns (metrics, new priorities [B])."""

@@ -5,10 +5,11 @@ import gin
 import numpy as np
 import tensorflow as tf
 
+from learner.agents.gradient_step import GradientStep
+from learner.agents.vtrace import maths as vtrace
 from learner.distribution import split_batch
-from seed import vtrace
-from seed.networks import ActorCriticNetwork, EnvOutput
-from seed.settings import require_fraction, require_non_negative, require_positive
+from learner.networks import ActorCriticNetwork, EnvOutput
+from seed.settings import require_fraction, require_non_negative
 
 
 @gin.configurable
@@ -93,28 +94,20 @@ class VTraceTrainer:
     the whole batch's gradient, then clipped and checked once, so all replicas
     take the same decision and the same step.
 
-    `jit_compile` has XLA compile the whole update, on one device only. It is
-    off by default because on CPU it measured slower (benchmarks/xla.py);
-    measure it on your accelerator before turning it on.
+    `max_gradient_norm` clips the combined gradient's global norm; `jit_compile` has XLA
+    compile the whole update (learner/agents/gradient_step.py says when that pays).
     """
 
     def __init__(self, agent: ActorCriticNetwork, optimizer, loss: VTraceLoss = None,
                  max_gradient_norm: float = 40.0, strategy: tf.distribute.Strategy = None,
                  jit_compile: bool = False):
-        require_positive("VTraceTrainer", max_gradient_norm=max_gradient_norm)
         self.agent = agent
         self.optimizer = optimizer
         self.loss = loss or VTraceLoss()
-        self.max_gradient_norm = max_gradient_norm
         self.strategy = strategy or tf.distribute.get_strategy()
-        if jit_compile and self.strategy.num_replicas_in_sync > 1:
-            # XLA compiles for one device: another replica's variables fail the first step.
-            raise ValueError(f"VTraceTrainer.jit_compile works on one device only, not with "
-                             f"{self.strategy.num_replicas_in_sync} replicas; set it to False or train "
-                             "on one device (create_strategy.kind='none')")
-        with self.strategy.scope():
-            optimizer.build(agent.trainable_variables)  # create slots now so checkpoints restore them
-        self._update = tf.function(self._update_impl, jit_compile=jit_compile)
+        self.step = GradientStep("VTraceTrainer", optimizer, agent.trainable_variables, max_gradient_norm,
+                                 jit_compile, self.strategy)
+        self._update = self.step.compile(self._update_impl)
 
     def _replica_sums(self, unrolls):
         """This replica's gradients and metrics, weighted by its number of valid steps, and that
@@ -137,13 +130,7 @@ class VTraceTrainer:
         parts = tf.split(sums / sums[-1], sizes)
         gradients = [tf.reshape(p, v.shape) for p, v in zip(parts, variables)]
         metrics = {k: p[0] for k, p in zip(VTraceLoss.METRICS, parts[len(variables):])}
-        gradients, norm = tf.clip_by_global_norm(gradients, self.max_gradient_norm)
-        finite = tf.math.is_finite(metrics["loss/total"]) & tf.math.is_finite(norm)
-        if finite:
-            self.optimizer.apply_gradients(zip(gradients, variables))
-        metrics["gradient_norm"] = norm
-        metrics["update_applied"] = finite
-        return metrics
+        return {**metrics, **self.step.apply(metrics["loss/total"], gradients)}
 
     def update(self, batch: Dict[str, np.ndarray]) -> Dict[str, float]:
         """`batch` holds batch-major [B, T+1, ...] unrolls as the queue returns them."""

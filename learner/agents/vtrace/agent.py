@@ -8,29 +8,31 @@ import gin
 import numpy as np
 import tensorflow as tf
 
+from learner.agents.base import AgentContext, EvaluationPolicy, register
+from learner.agents.vtrace.training import VTraceTrainer
 from learner.batcher import LearnerStopped
 from learner.checkpoints import write_arrays_atomically
 from learner.inference import batched_policy
 from learner.optimizers import create_optimizer
 from learner.slots import StepInputs
-from learner.unroll_replay import UnrollMix
-from learner.unrolls import UnrollQueue, UnrollStore
-from learner.vtrace_training import VTraceTrainer
+from learner.data.unroll_replay import UnrollMix
+from learner.data.unrolls import UnrollQueue, UnrollStore
+from learner.agents.vtrace.training import VTraceTrainer
 from seed.codec import EnvStepBatch
-from seed.networks import ActorCriticNetwork, EnvOutput
+from learner.networks import ActorCriticNetwork, EnvOutput
 from seed.settings import require_positive
 from seed.specs import EnvSpec
 
 log = logging.getLogger(__name__)
 
 
-@gin.configurable(denylist=["spec", "num_stacked_frames", "max_slots", "total_environment_frames", "stop",
-                            "strategy"])
+@register
+@gin.configurable(denylist=["context"])
 class VTraceAgent:
     """Unrolls go through a bounded queue: when training falls behind, inference
     blocks on it, which keeps the policy lag at most `unroll_queue_capacity` unrolls.
 
-    `sources` mixes replayed unrolls into each batch (learner/unroll_replay.py): a
+    `sources` mixes replayed unrolls into each batch (learner/data/unroll_replay.py): a
     `{kind: ratio}` mapping whose ratios sum to 1, kinds 'queue' (fresh unrolls, each
     used once) and 'uniform' (a FIFO replay of `replay_capacity` whole unrolls; about
     0.6 MB each on Atari). `{'queue': 0.5, 'uniform': 0.5}` trains every environment
@@ -46,21 +48,21 @@ class VTraceAgent:
     those gradient steps.
     """
 
+    supports_strategy = True
     evaluation_slots = None
 
-    def __init__(self, spec: EnvSpec, num_stacked_frames: int, max_slots: int, total_environment_frames: int,
-                 stop: threading.Event, unroll_length: int = 20, batch_size: int = 32,
+    def __init__(self, context: AgentContext, unroll_length: int = 20, batch_size: int = 32,
                  unroll_queue_capacity: int = 64, sources: Optional[Dict[str, float]] = None,
                  replay_capacity: int = 1024, min_replay_unrolls: int = 64, epochs: int = 1,
-                 minibatches: int = 1, checkpoint_replay: bool = False,
-                 strategy: Optional[tf.distribute.Strategy] = None):
+                 minibatches: int = 1, checkpoint_replay: bool = False):
+        spec = context.spec
         require_positive("VTraceAgent", unroll_length=unroll_length, batch_size=batch_size,
                          unroll_queue_capacity=unroll_queue_capacity, replay_capacity=replay_capacity,
                          min_replay_unrolls=min_replay_unrolls, epochs=epochs, minibatches=minibatches)
         if batch_size % minibatches:
             raise ValueError(f"VTraceAgent.batch_size={batch_size} does not split into minibatches={minibatches} "
                              "equal minibatches of whole unrolls; make batch_size a multiple of minibatches")
-        strategy = strategy or tf.distribute.get_strategy()
+        strategy = context.distribution_strategy()
         replicas = strategy.num_replicas_in_sync
         if minibatches > 1 and (batch_size // minibatches) % replicas:
             raise ValueError(f"VTraceAgent minibatches of {batch_size // minibatches} unrolls (batch_size={batch_size} / "
@@ -72,10 +74,9 @@ class VTraceAgent:
         # The fresh frames of a mixed batch (the learning-rate schedule and benchmarks count by it).
         self.frames_per_update = self.data.fresh_per_batch * self.frames_per_unroll
         with strategy.scope():  # mirrored variables when training on several replicas
-            self.network = ActorCriticNetwork(spec.num_actions, (*spec.observation_shape, num_stacked_frames),
-                                              spec.observation_dtype)
+            self.network = ActorCriticNetwork(spec.num_actions, context.observation_shape, spec.observation_dtype)
             self.optimizer = create_optimizer(
-                num_training_steps=total_environment_frames // self.frames_per_update * epochs * minibatches)
+                num_training_steps=context.total_environment_frames // self.frames_per_update * epochs * minibatches)
         self.trainer = VTraceTrainer(self.network, self.optimizer, strategy=strategy)
         self.batch_size = batch_size
         self.epochs = epochs
@@ -88,11 +89,12 @@ class VTraceAgent:
             "behaviour_logits": ((spec.num_actions,), "float32"),
             "core_state": ((self.network.state_size,), "float32"),
         }
-        self.unrolls = UnrollStore(max_slots, unroll_length, fields)
+        self.unrolls = UnrollStore(context.max_slots, unroll_length, fields)
         self.checkpoint_replay = checkpoint_replay
         self._unroll_nbytes = (unroll_length + 1) * sum(int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
                                                         for shape, dtype in fields.values())
-        self._stop = stop
+        self._stop = context.stop
+        self.state_size = self.network.state_size
 
         @batched_policy(self.network)
         def policy(prev_actions, env_outputs, core_state):
@@ -101,6 +103,13 @@ class VTraceAgent:
             return actions, outputs.policy_logits, new_state
 
         self._policy = policy
+
+    @classmethod
+    def evaluation_policy(cls, spec: EnvSpec, num_stacked_frames: int) -> EvaluationPolicy:
+        """The policy's most likely action."""
+        network = ActorCriticNetwork(spec.num_actions, (*spec.observation_shape, num_stacked_frames),
+                                     spec.observation_dtype)
+        return EvaluationPolicy(network, lambda outputs: outputs.policy_logits)
 
     def act(self, slot_ids: np.ndarray, inputs: StepInputs, steps: EnvStepBatch):
         actions, logits, new_state = (x.numpy() for x in self._policy(

@@ -11,7 +11,7 @@ from typing import Dict, NamedTuple, Optional, Tuple
 
 import numpy as np
 
-from learner.sum_tree import SumTree
+from learner.data.sum_tree import SumTree
 
 # Per-step scalars a sequence keeps besides its frame positions.
 STEP_FIELDS = {"first": "bool", "terminated": "bool", "truncated": "bool", "reward": "float32",

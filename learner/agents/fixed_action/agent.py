@@ -7,22 +7,24 @@ from typing import Dict
 import gin
 import numpy as np
 
+from learner.agents.base import AgentContext, register
 from seed.specs import EnvSpec
 
 
-class _NoNetwork:
-    state_size = 0
-
-
-@gin.configurable(denylist=["spec", "num_stacked_frames", "max_slots", "total_environment_frames", "stop"])
+@register
+@gin.configurable(denylist=["context"])
 class FixedActionAgent:
+    supports_strategy = False
+    state_size = 0
     evaluation_slots = None
-    network = _NoNetwork()
     optimizer = None
 
-    def __init__(self, spec: EnvSpec, num_stacked_frames: int, max_slots: int, total_environment_frames: int,
-                 stop: threading.Event):
+    def __init__(self, context: AgentContext):
         pass
+
+    @classmethod
+    def evaluation_policy(cls, spec: EnvSpec, num_stacked_frames: int) -> None:
+        return None  # nothing to restore: it has no weights
 
     def act(self, slot_ids, inputs, steps):
         return np.zeros(len(slot_ids), np.int32), inputs.core_state

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from seed import r2d2
+from learner.agents.r2d2 import maths as r2d2
 
 
 def test_h_and_h_inv_are_inverses_over_a_wide_range():

@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 
 from learner.optimizers import create_optimizer
-from learner.vtrace_training import VTraceTrainer
-from seed.networks import ActorCriticNetwork
+from learner.agents.vtrace.training import VTraceTrainer
+from learner.networks import ActorCriticNetwork
 
 
 def random_unrolls(rng, batch, length, obs_shape, obs_dtype, num_actions, state_size):
@@ -59,7 +59,7 @@ def test_normalized_advantages_make_the_policy_term_independent_of_the_reward_sc
     """With `normalize_advantages` a game whose rewards are 10x larger (and so its values) gets
     the same policy gradient; without it the policy term grows 10x."""
     import tensorflow as tf
-    from learner.vtrace_training import VTraceLoss
+    from learner.agents.vtrace.training import VTraceLoss
     rng = np.random.default_rng(0)
     agent = ActorCriticNetwork(3, (4, 1), "float32", torso="mlp")
     unrolls = {k: tf.constant(np.swapaxes(v, 0, 1))
@@ -83,12 +83,12 @@ def test_normalized_advantages_make_the_policy_term_independent_of_the_reward_sc
 def test_epochs_and_minibatches_take_that_many_gradient_steps_on_whole_unrolls_and_count_frames_once():
     import threading
 
-    from learner.vtrace_agent import VTraceAgent
+    from learner.agents import AgentContext, VTraceAgent
     from seed.specs import EnvSpec
 
     spec = EnvSpec((4,), "float32", 2, 1)
-    agent = VTraceAgent(spec, num_stacked_frames=1, max_slots=4, total_environment_frames=10 ** 6,
-                        stop=threading.Event(), unroll_length=5, batch_size=4, epochs=3, minibatches=2)
+    agent = VTraceAgent(AgentContext(spec, 1, 4, 10 ** 6, threading.Event()), unroll_length=5, batch_size=4,
+                        epochs=3, minibatches=2)
     rng = np.random.default_rng(2)
     stop = threading.Event()
     assert agent.queue.put(random_unrolls(rng, 4, 5, (4, 1), "float32", 2, 0), stop)
@@ -104,16 +104,16 @@ def test_epochs_and_minibatches_take_that_many_gradient_steps_on_whole_unrolls_a
 def test_batch_that_does_not_split_into_minibatches_is_refused_with_the_fix():
     import threading
 
-    from learner.vtrace_agent import VTraceAgent
+    from learner.agents import AgentContext, VTraceAgent
     from seed.specs import EnvSpec
 
     with pytest.raises(ValueError, match="batch_size=6 does not split into minibatches=4.*multiple of minibatches"):
-        VTraceAgent(EnvSpec((4,), "float32", 2, 1), num_stacked_frames=1, max_slots=4,
-                    total_environment_frames=10 ** 6, stop=threading.Event(), batch_size=6, minibatches=4)
+        VTraceAgent(AgentContext(EnvSpec((4,), "float32", 2, 1), 1, 4, 10 ** 6, threading.Event()), batch_size=6,
+                    minibatches=4)
 
 
 def test_clipped_surrogate_loss_trains():
-    from learner.vtrace_training import VTraceLoss
+    from learner.agents.vtrace.training import VTraceLoss
 
     rng = np.random.default_rng(5)
     agent = ActorCriticNetwork(3, (4, 1), "float32", torso="mlp", initialization="orthogonal")
@@ -128,12 +128,12 @@ def test_clipped_surrogate_loss_trains():
 def test_vtrace_replay_mix_is_saved_and_restored_with_checkpoint_replay(tmp_path):
     import threading
 
-    from learner.vtrace_agent import VTraceAgent
+    from learner.agents import AgentContext, VTraceAgent
     from seed.specs import EnvSpec
 
     def agent():
-        return VTraceAgent(EnvSpec((4,), "float32", 2, 1), num_stacked_frames=1, max_slots=4,
-                           total_environment_frames=10 ** 6, stop=threading.Event(), unroll_length=5, batch_size=4,
+        return VTraceAgent(AgentContext(EnvSpec((4,), "float32", 2, 1), 1, 4, 10 ** 6, threading.Event()),
+                           unroll_length=5, batch_size=4,
                            sources={"queue": 0.5, "uniform": 0.5}, replay_capacity=8, min_replay_unrolls=4,
                            checkpoint_replay=True)
 
@@ -153,6 +153,6 @@ def test_vtrace_replay_mix_is_saved_and_restored_with_checkpoint_replay(tmp_path
     assert len(after) == len(before) == 8 and restored.data.updates == saved.data.updates == 3
     for name, value in before.state().items():
         np.testing.assert_array_equal(after.state()[name], value, err_msg=name)
-    plain = VTraceAgent(EnvSpec((4,), "float32", 2, 1), num_stacked_frames=1, max_slots=4,
-                        total_environment_frames=10 ** 6, stop=threading.Event(), checkpoint_replay=True)
+    plain = VTraceAgent(AgentContext(EnvSpec((4,), "float32", 2, 1), 1, 4, 10 ** 6, threading.Event()),
+                        checkpoint_replay=True)
     assert plain.checkpoint_sidecars() == {}  # fresh unrolls only: nothing to save

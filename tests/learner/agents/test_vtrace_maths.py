@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from seed import vtrace
+from learner.agents.vtrace import maths as vtrace
 
 
 def reference_vtrace(log_rhos, discounts, rewards, values, bootstrap, valid, rho_bar, c_bar, pg_rho_bar, lam):

@@ -2,7 +2,7 @@ import threading
 
 import numpy as np
 
-from learner.unrolls import UnrollQueue, UnrollStore
+from learner.data.unrolls import UnrollQueue, UnrollStore
 
 
 def make_store(unroll_length=3, max_slots=4):

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from learner.sum_tree import SumTree
+from learner.data.sum_tree import SumTree
 
 
 def test_sampling_frequencies_match_priorities():

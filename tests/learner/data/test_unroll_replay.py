@@ -3,8 +3,8 @@ import threading
 import numpy as np
 import pytest
 
-from learner.unroll_replay import UnrollMix, UnrollReplay, check_sources, split_counts
-from learner.unrolls import UnrollQueue, UnrollStore
+from learner.data.unroll_replay import UnrollMix, UnrollReplay, check_sources, split_counts
+from learner.data.unrolls import UnrollQueue, UnrollStore
 
 T = 4
 

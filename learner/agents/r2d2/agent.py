@@ -10,15 +10,16 @@ import gin
 import numpy as np
 import tensorflow as tf
 
+from learner.agents.base import AgentContext, EvaluationPolicy, register
+from learner.agents.r2d2.training import R2D2Trainer
 from learner.checkpoints import write_arrays_atomically
 from learner.inference import batched_policy
 from learner.optimizers import create_optimizer
-from learner.replay import SampledBatch, SequenceReplay, sequence_bytes
-from learner.r2d2_training import R2D2Trainer
+from learner.data.replay import SampledBatch, SequenceReplay, sequence_bytes
 from learner.slots import StepInputs
-from learner.unrolls import UnrollStore
+from learner.data.unrolls import UnrollStore
 from seed.codec import EnvStepBatch
-from seed.networks import DuelingQNetwork, EnvOutput
+from learner.networks import DuelingQNetwork, EnvOutput
 from seed.settings import require_fraction, require_non_negative, require_positive
 from seed.specs import EnvSpec
 
@@ -58,10 +59,12 @@ def available_memory_bytes() -> Optional[int]:
     return None
 
 
-@gin.configurable(denylist=["spec", "num_stacked_frames", "max_slots", "total_environment_frames", "stop"])
+@register
+@gin.configurable(denylist=["context"])
 class R2D2Agent:
-    def __init__(self, spec: EnvSpec, num_stacked_frames: int, max_slots: int, total_environment_frames: int,
-                 stop: threading.Event, unroll_length: int = 80, burn_in: int = 40, batch_size: int = 64,
+    supports_strategy = False
+
+    def __init__(self, context: AgentContext, unroll_length: int = 80, burn_in: int = 40, batch_size: int = 64,
                  replay_capacity_steps: int = 250_000, min_replay_sequences: int = 500, replay_ratio: float = 4.0,
                  priority_exponent: float = 0.9, importance_exponent: float = 0.6, num_eval_envs: int = 1,
                  eval_epsilon: float = 0.001, epsilon_base: float = 0.4, epsilon_alpha: float = 7.0,
@@ -70,6 +73,7 @@ class R2D2Agent:
         printed at start, and a disk that cannot hold the kept checkpoints is refused) and restores
         them on resume, so a restarted learner trains on where it stopped instead of refilling
         `min_replay_sequences` first; off, a resumed run starts with an empty replay."""
+        spec, num_stacked_frames, max_slots = context.spec, context.num_stacked_frames, context.max_slots
         require_positive("R2D2Agent", unroll_length=unroll_length, batch_size=batch_size,
                          replay_capacity_steps=replay_capacity_steps, min_replay_sequences=min_replay_sequences,
                          replay_ratio=replay_ratio)
@@ -108,6 +112,7 @@ class R2D2Agent:
         self._sampled_steps = 0
         self._counted_sequences = 0
         self._last_rates = (time.monotonic(), 0, 0)
+        self.state_size = self.network.state_size
 
         @batched_policy(self.network, tf.TensorSpec([None], tf.float32))
         def policy(prev_actions, env_outputs, core_state, epsilon):
@@ -118,6 +123,13 @@ class R2D2Agent:
             return tf.where(explore, random, greedy), new_state
 
         self._policy = policy
+
+    @classmethod
+    def evaluation_policy(cls, spec: EnvSpec, num_stacked_frames: int) -> EvaluationPolicy:
+        """The action of the highest Q-value."""
+        network = DuelingQNetwork(spec.num_actions, (*spec.observation_shape, num_stacked_frames),
+                                  spec.observation_dtype)
+        return EvaluationPolicy(network, lambda q_values: q_values)
 
     def _check_memory(self, capacity: int, sequence_steps: int, spec: EnvSpec) -> None:
         frames = int(capacity * self.unroll_length * 1.125) + sequence_steps

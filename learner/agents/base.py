@@ -1,0 +1,127 @@
+"""The contract between the learner and an agent, and the registry of agents.
+
+One training loop serves every agent. The learner drives an agent from three threads:
+
+    # inference thread, for each batch of env steps the actors sent:
+    actions, new_core_state = agent.act(slot_ids, inputs, steps)   # also records training data
+    agent.release(slot_ids)                                          # when an actor's envs leave
+
+    # training thread (learner.learner.TrainingLoop):
+    while frames < total_environment_frames and not stop:
+        batch = agent.next_batch(stop)          # blocks on the agent's rate limit; None on stop
+        metrics, new_frames = agent.update(batch)
+        frames += new_frames                    # skipped (non-finite) updates count 0
+        if checkpoint due: save agent.trackables() and agent.checkpoint_sidecars()
+
+    # main thread, every progress interval:
+    agent.data_metrics(), agent.describe_data(), agent.optimizer's learning rate
+
+Adding an agent is one folder under learner/agents/ whose `agent.py` defines a class that
+satisfies `Agent` and is decorated with `@register` (its gin configurables are registered when
+learner/agents/__init__.py imports it: one line there), and one gin file under seed/configs/.
+"""
+import dataclasses
+import threading
+from typing import Callable, ClassVar, Dict, Optional, Protocol, Tuple, runtime_checkable
+
+import numpy as np
+import tensorflow as tf
+
+from seed.specs import EnvSpec
+
+
+@dataclasses.dataclass(frozen=True)
+class AgentContext:
+    """What the learner gives every agent; the agent's own settings come from gin.
+
+    `spec`: the env family's observation and action spec. `num_stacked_frames`: frames the
+    learner stacks into each observation. `max_slots`: env slots (rows of every per-env table).
+    `total_environment_frames`: the run's budget, for learning-rate schedules.
+    `stop`: set when the learner stops; blocking calls return on it.
+    `strategy`: the tf.distribute strategy to create variables under (only agents that
+    declare `supports_strategy` get one with several replicas)."""
+    spec: EnvSpec
+    num_stacked_frames: int
+    max_slots: int
+    total_environment_frames: int
+    stop: threading.Event
+    strategy: Optional[tf.distribute.Strategy] = None
+
+    @property
+    def observation_shape(self) -> Tuple[int, ...]:
+        """The stacked observation the networks see: [*spec.observation_shape, num_stacked_frames]."""
+        return (*self.spec.observation_shape, self.num_stacked_frames)
+
+    def distribution_strategy(self) -> tf.distribute.Strategy:
+        return self.strategy or tf.distribute.get_strategy()
+
+
+@dataclasses.dataclass(frozen=True)
+class EvaluationPolicy:
+    """What `seed-eval` plays greedily: `network` is restored from the checkpoint's 'agent' entry
+    and called as the learner calls it; `scores(outputs)` gives [B, num_actions] scores whose
+    argmax is the greedy action."""
+    network: object
+    scores: Callable[[object], tf.Tensor]
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """An agent on the central-inference learner (see the module docstring for the loop)."""
+
+    #: Trains under a tf.distribute strategy with several replicas (create_strategy.kind).
+    supports_strategy: ClassVar[bool]
+    #: Size of the per-env recurrent state the learner keeps between steps (0: none).
+    state_size: int
+    #: The optimizer whose learning rate the progress line shows, or None for an agent that never trains.
+    optimizer: Optional[object]
+    #: Per-slot bool: slots whose episodes are evaluation episodes (reported apart), or None.
+    evaluation_slots: Optional[np.ndarray]
+
+    def __init__(self, context: AgentContext): ...
+
+    @classmethod
+    def evaluation_policy(cls, spec: EnvSpec, num_stacked_frames: int) -> Optional[EvaluationPolicy]:
+        """The policy `seed-eval` restores and plays greedily, or None when there is none."""
+
+    def act(self, slot_ids: np.ndarray, inputs, steps) -> Tuple[np.ndarray, np.ndarray]:
+        """One batched policy call: actions [B] and new core state [B, state_size] for the slots'
+        `inputs` (learner.slots.StepInputs), recording what training needs from the same data."""
+
+    def release(self, slot_ids: np.ndarray) -> None:
+        """Forgets the slots' partial training data (their actor left)."""
+
+    def next_batch(self, stop: threading.Event):
+        """The next training batch, waiting for the agent's data source; None once `stop` is set."""
+
+    def update(self, batch) -> Tuple[Dict[str, float], int]:
+        """Trains on `batch`. Returns metrics, including 'update_applied' (False when a non-finite
+        loss or gradient was skipped), and the environment frames newly collected that this update
+        accounts for: the fresh frames it trained on (queue) or the frames inserted into replay
+        since the last update (replay); the learner's frame budget counts them."""
+
+    def trackables(self) -> Dict[str, object]:
+        """TensorFlow objects the checkpoint holds, by name ('agent': the network acting uses)."""
+
+    def checkpoint_sidecars(self) -> Dict[str, object]:
+        """Objects with save_state(path) / load_state(path) / state_nbytes saved beside a checkpoint."""
+
+    def data_metrics(self) -> Dict[str, float]:
+        """Scalars about the data source (queue depth, replay fill, rates) for progress and TensorBoard."""
+
+    def describe_data(self) -> str:
+        """A short text of the data source's state for the progress line."""
+
+
+AGENTS: Dict[str, type] = {}
+
+
+def register(cls):
+    """Class decorator: adds an agent class to the registry, after checking it declares the contract."""
+    missing = [name for name in ("supports_strategy", "evaluation_policy", "act", "release",
+                                 "next_batch", "update", "trackables", "checkpoint_sidecars", "data_metrics",
+                                 "describe_data") if not hasattr(cls, name)]
+    if missing:
+        raise TypeError(f"{cls.__name__} does not implement the agent contract: missing {', '.join(missing)}")
+    AGENTS[cls.__name__] = cls
+    return cls
