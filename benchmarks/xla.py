@@ -82,7 +82,7 @@ def main() -> int:
         emit(component="vtrace_training_step", mode=mode, first_call_s=time.perf_counter() - started)
 
     # The agents' policy step as written, once in graph mode and once compiled by XLA.
-    policy = agents["default"]._policy
+    policy = agents["default"].policy
     policies = {"default": policy, "xla": tf.function(policy.python_function, jit_compile=True,
                                                       input_signature=policy.input_signature)}
     network = agents["default"].network

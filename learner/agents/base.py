@@ -77,6 +77,9 @@ class Agent(Protocol):
     optimizer: Optional[object]
     #: Per-slot bool: slots whose episodes are evaluation episodes (reported apart), or None.
     evaluation_slots: Optional[np.ndarray]
+    #: The batched policy act() calls, a tf.function traced once for every batch size
+    #: (learner.inference.batched_policy), or None for an agent without a network.
+    policy: Optional[Callable]
 
     def __init__(self, context: AgentContext): ...
 

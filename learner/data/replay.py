@@ -177,6 +177,7 @@ class SequenceReplay:
     def update_priorities(self, indices: np.ndarray, priorities: np.ndarray) -> None:
         with self.lock:
             live = self.tree.get(indices) > 0  # an evicted sequence stays out
-            priorities = np.maximum(priorities, 1e-6)
+            # A non-finite priority would make every later sample fail: it gets the largest seen.
+            priorities = np.where(np.isfinite(priorities), np.maximum(priorities, 1e-6), self.max_priority)
             self.max_priority = max(self.max_priority, float(priorities.max()))
             self.tree.set(indices[live], priorities[live] ** self.alpha)

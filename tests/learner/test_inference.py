@@ -26,7 +26,7 @@ def test_policy_is_traced_once_for_every_batch_size(agent_class):
     for n in (1, 3, 8, 5, 16):
         actions = pipeline(np.arange(n), steps(n))
         assert actions.shape == (n,) and ((0 <= actions) & (actions < 2)).all()
-    assert agent._policy.experimental_get_tracing_count() == 1
+    assert agent.policy.experimental_get_tracing_count() == 1
 
 
 def test_finished_episodes_are_reported_with_their_slot_and_evaluation_flag():

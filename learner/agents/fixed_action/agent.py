@@ -18,6 +18,7 @@ class FixedActionAgent:
     state_size = 0
     evaluation_slots = None
     optimizer = None
+    policy = None
 
     def __init__(self, context: AgentContext):
         pass

@@ -122,7 +122,7 @@ class R2D2Agent:
             explore = tf.random.uniform(tf.shape(epsilon)) < epsilon
             return tf.where(explore, random, greedy), new_state
 
-        self._policy = policy
+        self.policy = policy
 
     @classmethod
     def evaluation_policy(cls, spec: EnvSpec, num_stacked_frames: int) -> EvaluationPolicy:
@@ -141,7 +141,7 @@ class R2D2Agent:
                 f"{available / 2**30:.1f} GiB is available; lower R2D2Agent.replay_capacity_steps")
 
     def act(self, slot_ids: np.ndarray, inputs: StepInputs, steps: EnvStepBatch):
-        actions, new_state = (x.numpy() for x in self._policy(
+        actions, new_state = (x.numpy() for x in self.policy(
             inputs.prev_action, EnvOutput(inputs.reward, inputs.first, inputs.observation), inputs.core_state,
             self.epsilons[slot_ids]))
         train = ~self.evaluation_slots[slot_ids]  # evaluation envs' experience is not stored
@@ -179,7 +179,8 @@ class R2D2Agent:
 
     def update(self, batch: SampledBatch) -> Tuple[Dict[str, float], int]:
         metrics, priorities = self.trainer.update(batch.sequences, batch.weights)
-        self.replay.update_priorities(batch.indices, priorities)
+        if metrics["update_applied"]:  # a skipped step's priorities are not finite: they would poison the tree
+            self.replay.update_priorities(batch.indices, priorities)
         inserted = self.replay.num_inserted
         new_frames = (inserted - self._counted_sequences) * self.unroll_length * self.frames_per_step
         self._counted_sequences = inserted

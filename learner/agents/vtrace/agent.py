@@ -102,7 +102,7 @@ class VTraceAgent:
             actions = tf.random.categorical(outputs.policy_logits, 1, dtype=tf.int32)[:, 0]
             return actions, outputs.policy_logits, new_state
 
-        self._policy = policy
+        self.policy = policy
 
     @classmethod
     def evaluation_policy(cls, spec: EnvSpec, num_stacked_frames: int) -> EvaluationPolicy:
@@ -112,7 +112,7 @@ class VTraceAgent:
         return EvaluationPolicy(network, lambda outputs: outputs.policy_logits)
 
     def act(self, slot_ids: np.ndarray, inputs: StepInputs, steps: EnvStepBatch):
-        actions, logits, new_state = (x.numpy() for x in self._policy(
+        actions, logits, new_state = (x.numpy() for x in self.policy(
             inputs.prev_action, EnvOutput(inputs.reward, inputs.first, inputs.observation), inputs.core_state))
         complete = self.unrolls.append(slot_ids, {
             "observation": inputs.observation, "reward": inputs.reward, "first": inputs.first,

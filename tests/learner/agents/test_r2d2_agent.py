@@ -32,3 +32,13 @@ def test_replay_that_cannot_fit_in_memory_is_refused_at_start():
                                          r"R2D2Agent.replay_capacity_steps"):
         R2D2Agent(AgentContext(spec, 4, 4, 1000, threading.Event()),
                   replay_capacity_steps=10 ** 9)
+
+
+def test_a_skipped_update_leaves_the_priorities_as_they_were():
+    from tests.learner.agents.test_contract import first_batch, make
+
+    agent, pipeline = make("R2D2Agent")
+    batch = first_batch(agent, pipeline, np.random.default_rng(0), reward=np.inf)
+    total = agent.replay.tree.total
+    metrics, _ = agent.update(batch)
+    assert not metrics["update_applied"] and agent.replay.tree.total == total and agent.replay.max_priority == 1.0
