@@ -58,13 +58,11 @@ while [[ $# -gt 0 ]]; do
     *) die "unknown option '$1' (see ./run_local.sh --help)" ;;
   esac
 done
-if [[ "$ENV_NAME" == atari ]]; then
-  GAME=${GAME:-Pong}
-  GIN_ARGS+=(--gin_bindings "create_atari_envs.game='$GAME'")
-else
-  GAME=${GAME:-CartPole-v1}
-  GIN_ARGS+=(--gin_bindings "create_gym_envs.env_id='$GAME'")
-fi
+# Every env family's config names its game or task in the GAME macro (seed/envs/).
+DEFAULT_GAME=$(sed -n "s/^GAME = '\([^']*\)'.*/\1/p" "$CONFIG")
+[[ -n "$DEFAULT_GAME" ]] || die "$CONFIG sets no GAME macro (GAME = 'Name'); every env family's config needs one"
+GAME=${GAME:-$DEFAULT_GAME}
+GIN_ARGS+=(--gin_bindings "GAME='$GAME'")
 GIN_ARGS+=(--gin_bindings "run_actor.num_envs=$ENVS_PER_ACTOR")
 
 # --- --docker: build the image and run this same command inside it

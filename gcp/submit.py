@@ -30,7 +30,7 @@ def parse_args(argv):
     parser.add_argument("--region", default="us-central1")
     parser.add_argument("--config", default="atari_vtrace", help="a seed/configs/*.gin name, e.g. atari_r2d2")
     parser.add_argument("--gin_bindings", action="append", default=[], help="for both pools (repeatable)")
-    parser.add_argument("--game", default=None, help="Atari game (default: the config's, Pong)")
+    parser.add_argument("--game", default=None, help="game or task (the GAME macro; default: the config's)")
     parser.add_argument("--output", required=True, help="gs://bucket/path for checkpoints, logs and TensorBoard")
     parser.add_argument("--actor_replicas", type=int, default=4)
     parser.add_argument("--actors_per_replica", type=int, default=8)
@@ -68,7 +68,7 @@ def seed_args(args, role_args):
     """What every replica's `seed-launch` gets; the same gin bindings for both pools."""
     bindings = list(args.gin_bindings)
     if args.game:
-        bindings.append(f"create_atari_envs.game='{args.game}'")
+        bindings.append(f"GAME='{args.game}'")  # every env family's config binds its game to GAME
     bindings.append(f"run_actor.num_envs={args.envs_per_actor}")
     out = ["--gin_config", args.config + ".gin", "--logdir", args.output, *role_args]
     for binding in bindings:

@@ -106,7 +106,7 @@ def test_sticky_config_sets_repeat_action_probability():
     try:
         gin_setup.parse(["atari_vtrace_sticky.gin"], [], skip_unknown=True)
         assert gin.query_parameter("create_atari_envs.repeat_action_probability") == 0.25
-        assert gin.query_parameter("create_atari_envs.game") == "Pong"
+        assert gin.query_parameter("%GAME") == "Pong"
     finally:
         gin.clear_config()
 

@@ -95,3 +95,20 @@ def test_cartpole_spec():
     assert e.spec.observation_shape == (4,) and e.spec.observation_dtype == "float32"
     assert e.spec.num_actions == 2 and e.reset(seed=0).shape == (3, 4)
     e.close()
+
+
+def test_every_family_config_names_its_game_in_the_game_macro_and_the_family_reads_it():
+    import gin
+
+    from seed import gin_setup
+    try:
+        for config, default, other, actions in (("atari_vtrace.gin", "Pong", "Breakout", 4),
+                                                ("classic_r2d2.gin", "CartPole-v1", "Acrobot-v1", 3)):
+            gin.clear_config()
+            gin_setup.parse([config], [], skip_unknown=True)
+            assert gin.query_parameter("%GAME") == default
+            gin.clear_config()
+            gin_setup.parse([config], [f"GAME='{other}'"], skip_unknown=True)
+            assert envs.env_spec().num_actions == actions, config  # Pong has 6 actions, CartPole 2
+    finally:
+        gin.clear_config()

@@ -1,0 +1,86 @@
+"""Environment families shared by actors (which step them) and the learner
+(which only reads their spec): one module per family (atari.py, gym.py), each
+registering its factory in FAMILIES.
+
+Every factory returns an `ActorEnvs`: N environments stepped together, raw
+(unclipped) float32 rewards, single frames (the learner stacks), and
+gymnasium's next-step autoreset: the step after an episode end ignores its
+action and returns the new episode's first observation with reward 0. The
+learner recognises that step from the previous step's end flags; actors do
+nothing special.
+"""
+import dataclasses
+from typing import Callable, Dict, Optional, Tuple
+
+import gin
+import gymnasium
+import numpy as np
+
+from seed.specs import EnvSpec
+
+
+class ActorEnvs:
+    """N environments behind one gymnasium vector env with next-step autoreset."""
+
+    def __init__(self, vector_env: gymnasium.vector.VectorEnv, spec: EnvSpec):
+        self._env = vector_env
+        self.spec = spec
+        self.num_envs = vector_env.num_envs
+        self._obs_shape = (self.num_envs, *spec.observation_shape)
+
+    def reset(self, seed: Optional[int] = None) -> np.ndarray:
+        observations, _ = self._env.reset(seed=seed)
+        return self._observations(observations)
+
+    def step(self, actions: np.ndarray) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        observations, rewards, terminated, truncated, _ = self._env.step(np.asarray(actions, np.int64))
+        return (self._observations(observations), np.asarray(rewards, np.float32),
+                np.asarray(terminated, bool), np.asarray(truncated, bool))
+
+    def _observations(self, observations: np.ndarray) -> np.ndarray:
+        # ale-py keeps a stack axis of size 1 (stack_num=1); drop it.
+        return np.ascontiguousarray(observations, self.spec.observation_dtype).reshape(self._obs_shape)
+
+    def close(self) -> None:
+        self._env.close()
+
+
+@dataclasses.dataclass(frozen=True)
+class EnvFamily:
+    """An env family: `factory(num_envs)` makes an ActorEnvs; `game_parameter` is the factory's
+    setting that picks the game or task, which a family's configs bind to the GAME macro
+    (`create_atari_envs.game = %GAME`), so `--game` is one binding, `GAME='Breakout'`, in every family."""
+    name: str
+    factory: Callable[..., "ActorEnvs"]
+    game_parameter: str
+
+
+FAMILIES: Dict[str, EnvFamily] = {}
+
+
+def register_family(name: str, game_parameter: str):
+    """Decorator for a family's gin-configurable factory."""
+    def register(factory):
+        FAMILIES[name] = EnvFamily(name, factory, game_parameter)
+        return factory
+    return register
+
+
+@gin.configurable
+def create_envs(num_envs: int, factory=None) -> ActorEnvs:
+    """The env factory the configs select (`create_envs.factory = @create_atari_envs`; none: gymnasium's)."""
+    return (factory or FAMILIES["gym"].factory)(num_envs)
+
+
+def env_spec() -> EnvSpec:
+    """The configured env's spec, from one throwaway instance."""
+    envs = create_envs(1)
+    try:
+        return envs.spec
+    finally:
+        envs.close()
+
+
+# The families register themselves on import; after the definitions above, which they use.
+from seed.envs.atari import ale_rom_id, create_atari_envs  # noqa: E402,F401
+from seed.envs.gym import create_gym_envs  # noqa: E402,F401
