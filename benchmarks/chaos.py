@@ -93,7 +93,7 @@ def main() -> int:
                 f"run_learner.actor_idle_timeout_s={args.idle_timeout_s}", "run_learner.progress_interval_s=1",
                 f"run_actor.num_envs={args.envs}", "run_actor.reconnect_timeout_s=600",
                 "run_actor.max_backoff_s=2"]
-    common = [sys.executable, "-m", "seed.launch", "--logdir", logdir, "--listen_host", "127.0.0.1",
+    common = [sys.executable, "-m", "seed.launchers.launch", "--logdir", logdir, "--listen_host", "127.0.0.1",
               "--gin_config", args.config] + [a for b in bindings for a in ("--gin_bindings", b)]
     with open(os.path.join(logdir, "chaos_launch.log"), "ab") as out:
         learner = subprocess.Popen(common + ["--max_learner_restarts", "1000"], cwd=REPO, stdout=out, stderr=out,

@@ -10,7 +10,7 @@ import time
 import ray
 from ray.cluster_utils import Cluster
 
-from seed.ray_launch import RayJob
+from seed.launchers.ray_launch import RayJob
 from tests.processes import last_progress
 
 NODE = {"node_ip_address": "127.0.0.1", "include_dashboard": False, "object_store_memory": 80 << 20}

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from seed.cluster import ClusterError, local_path, resolve_role
+from seed.launchers.cluster import ClusterError, local_path, resolve_role
 from tests.processes import REPO_ROOT, child_env, free_loopback_port, last_progress, wait_until
 
 LEARNER = "cmle-training-workerpool0-1f2e3d4c5b-0:2222"
@@ -70,7 +70,7 @@ def children(pid):
 
 def launch(logdir, spec, *args):
     env = dict(child_env(), CLUSTER_SPEC=spec)
-    return subprocess.Popen([sys.executable, "-m", "seed.launch", "--logdir", str(logdir), "--listen_host",
+    return subprocess.Popen([sys.executable, "-m", "seed.launchers.launch", "--logdir", str(logdir), "--listen_host",
                              "127.0.0.1", "--gin_config", "classic_vtrace.gin", *args],
                             env=env, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 

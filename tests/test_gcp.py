@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from seed.launch import build_parser
+from seed.launchers.launch import build_parser
 from tests.processes import REPO_ROOT
 
 BINDINGS = ["VTraceLoss.entropy_cost=0.02", "create_optimizer.learning_rate=0.0003"]

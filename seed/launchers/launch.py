@@ -1,6 +1,6 @@
 """seed-launch: the container's entry point in a cluster job.
 
-Resolves this replica's role from CLUSTER_SPEC / TF_CONFIG (seed/cluster.py),
+Resolves this replica's role from CLUSTER_SPEC / TF_CONFIG (seed/launchers/cluster.py),
 then runs the learner, or `--actors_per_replica` actor processes that dial the
 learner's address. Actor processes that die from a signal (OOM killer, a
 crash) are restarted; one that exits by itself ends the replica with its code
@@ -21,7 +21,7 @@ import sys
 import time
 from typing import List
 
-from seed.cluster import ClusterError, ClusterRole, local_path, resolve_role
+from seed.launchers.cluster import ClusterError, ClusterRole, local_path, resolve_role
 from seed.process import setup_logging, stop_on_signals
 
 log = logging.getLogger("seed.launch")
