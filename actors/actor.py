@@ -215,7 +215,7 @@ def _stream_steps(stream: LearnerStream, groups, bounds: np.ndarray, seed: int, 
             stats.round_trips.append(answered_at - sent_at[group])
             if answer.env_group != group:
                 raise codec.ProtocolError(f"learner answered env group {answer.env_group}, expected {group}")
-            actions = codec.decode_actions(answer, envs.num_envs)
+            actions = codec.decode_actions(answer, envs.num_envs, envs.spec.action)
             stream.send(codec.encode_steps(*envs.step(actions), group))
             sent_at[group] = time.perf_counter()
             stats.steps += envs.num_envs

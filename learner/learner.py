@@ -14,6 +14,7 @@ import numpy as np
 import tensorflow as tf
 
 from learner.agents import AGENTS, AgentContext, VTraceAgent
+from learner.agents.base import action_kind
 from learner.batcher import InferenceBatcher
 from learner.checkpoints import Checkpointer
 from learner.distribution import create_strategy
@@ -277,6 +278,12 @@ def run_learner(logdir: str, address: str, stop: threading.Event, *, agent=VTrac
         supported = ", ".join(f"@{name}" for name, cls in sorted(AGENTS.items()) if cls.supports_strategy)
         raise ValueError(f"create_strategy.kind: {agent.__name__} trains on one device only; "
                          f"distributed training supports {supported}")
+    kind = action_kind(spec)
+    if kind not in agent.action_kinds:
+        takers = ", ".join(f"@{name}" for name, cls in sorted(AGENTS.items()) if kind in cls.action_kinds)
+        raise ValueError(f"run_learner.agent: {agent.__name__} acts in {' or '.join(agent.action_kinds)} "
+                         f"action spaces; this env has {spec.action.describe()} (agents for them: "
+                         f"{takers or 'none yet'})")
     agent = agent(AgentContext(spec, num_stacked_frames, max_env_slots, total_environment_frames, stop, strategy))
     frames = tf.Variable(0, dtype=tf.int64, name="environment_frames")
     checkpointer = Checkpointer(os.path.join(logdir, "checkpoints"), environment_frames=frames,

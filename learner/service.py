@@ -147,7 +147,7 @@ class LearnerServicer(seed_pb2_grpc.LearnerServicer):
                     actions = answer.result()
                 except LearnerStopped:
                     context.abort(grpc.StatusCode.UNAVAILABLE, "the learner is shutting down")
-                yield codec.encode_actions(actions, group)
+                yield codec.encode_actions(actions, group, self._spec.action)
                 self._await_actor(context, hello.actor_name)
         finally:
             self._await_actor(context, None)

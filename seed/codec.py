@@ -11,9 +11,9 @@ from typing import NamedTuple
 import numpy as np
 
 from seed import seed_pb2
-from seed.specs import EnvSpec
+from seed.specs import ActionSpec, EnvSpec
 
-ACTION_DTYPE = np.dtype("<i4")
+ACTION_DTYPE = np.dtype("<i4")  # discrete actions; continuous ones are float32 (ActionSpec.wire_dtype)
 REWARD_DTYPE = np.dtype("<f4")
 FLAG_DTYPE = np.dtype("u1")
 
@@ -36,7 +36,17 @@ def make_hello(actor_name: str, num_envs: int, spec: EnvSpec, auth_token: str = 
         actor_name=actor_name, num_envs=num_envs,
         observation_shape=list(spec.observation_shape),
         observation_dtype=spec.observation_dtype,
-        num_actions=spec.num_actions, auth_token=auth_token, num_env_groups=num_env_groups))
+        num_actions=spec.num_actions, auth_token=auth_token, num_env_groups=num_env_groups,
+        action_spec=seed_pb2.ActionSpec(num_actions=spec.action.num_actions, shape=list(spec.action.shape),
+                                        low=list(spec.action.low), high=list(spec.action.high))))
+
+
+def hello_action_spec(hello: seed_pb2.Hello) -> ActionSpec:
+    """The actor's action spec; an actor from before action specs sends only num_actions."""
+    if not hello.HasField("action_spec"):
+        return ActionSpec.discrete(hello.num_actions)
+    wire = hello.action_spec
+    return ActionSpec(wire.num_actions, tuple(wire.shape), tuple(wire.low), tuple(wire.high))
 
 
 GOODBYE = seed_pb2.ActorMessage(goodbye=seed_pb2.Goodbye())
@@ -58,8 +68,9 @@ def spec_mismatch(hello: seed_pb2.Hello, spec: EnvSpec) -> str:
     if hello.observation_dtype != spec.observation_dtype:
         problems.append(f"observation dtype {hello.observation_dtype!r} != learner's "
                         f"{spec.observation_dtype!r}")
-    if hello.num_actions != spec.num_actions:
-        problems.append(f"{hello.num_actions} actions != learner's {spec.num_actions}")
+    actions = hello_action_spec(hello)
+    if not _same_actions(actions, spec.action):
+        problems.append(f"{actions.describe()} != learner's {spec.action.describe()}")
     if hello.num_envs <= 0:
         problems.append(f"num_envs must be positive, got {hello.num_envs}")
     if not 0 <= hello.num_env_groups <= max(hello.num_envs, 1):
@@ -69,6 +80,12 @@ def spec_mismatch(hello: seed_pb2.Hello, spec: EnvSpec) -> str:
         return ""
     return ("actor env does not match the learner's: " + "; ".join(problems) +
             ". Start actor and learner with the same --gin_config and env bindings.")
+
+
+def _same_actions(a: ActionSpec, b: ActionSpec) -> bool:
+    """Equal kinds, shapes and (float32-rounded) bounds; bounds of other lengths never raise."""
+    return (a.num_actions == b.num_actions and a.shape == b.shape and len(a.low) == len(b.low)
+            and len(a.high) == len(b.high) and np.allclose(a.low, b.low) and np.allclose(a.high, b.high))
 
 
 def encode_steps(observations: np.ndarray, rewards: np.ndarray, terminated: np.ndarray,
@@ -103,10 +120,14 @@ def decode_steps(steps: seed_pb2.EnvSteps, spec: EnvSpec, num_envs: int) -> EnvS
     return EnvStepBatch(observations, rewards, terminated.astype(bool), truncated.astype(bool))
 
 
-def encode_actions(actions: np.ndarray, env_group: int = 0) -> seed_pb2.LearnerMessage:
+def encode_actions(actions: np.ndarray, env_group: int = 0, spec: ActionSpec = None) -> seed_pb2.LearnerMessage:
+    """`actions` [N] (discrete) or [N, *shape] (continuous `spec`)."""
+    dtype = spec.wire_dtype if spec is not None else ACTION_DTYPE
     return seed_pb2.LearnerMessage(
-        actions={"actions": np.asarray(actions, ACTION_DTYPE).tobytes(), "env_group": env_group})
+        actions={"actions": np.asarray(actions, dtype).tobytes(), "env_group": env_group})
 
 
-def decode_actions(message: seed_pb2.Actions, num_envs: int) -> np.ndarray:
-    return _field(message.actions, ACTION_DTYPE, (num_envs,), "actions")
+def decode_actions(message: seed_pb2.Actions, num_envs: int, spec: ActionSpec = None) -> np.ndarray:
+    if spec is None or spec.is_discrete:
+        return _field(message.actions, ACTION_DTYPE, (num_envs,), "actions")
+    return _field(message.actions, spec.wire_dtype, (num_envs, *spec.shape), "actions")

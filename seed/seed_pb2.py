@@ -24,27 +24,29 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\nseed.proto\x12\x04seed\"\xa4\x01\n\x05Hello\x12\x12\n\nactor_name\x18\x01 \x01(\t\x12\x10\n\x08num_envs\x18\x02 \x01(\x05\x12\x19\n\x11observation_shape\x18\x03 \x03(\x03\x12\x19\n\x11observation_dtype\x18\x04 \x01(\t\x12\x13\n\x0bnum_actions\x18\x05 \x01(\x05\x12\x12\n\nauth_token\x18\x06 \x01(\t\x12\x16\n\x0enum_env_groups\x18\x07 \x01(\x05\"k\n\x08\x45nvSteps\x12\x14\n\x0cobservations\x18\x01 \x01(\x0c\x12\x0f\n\x07rewards\x18\x02 \x01(\x0c\x12\x12\n\nterminated\x18\x03 \x01(\x0c\x12\x11\n\ttruncated\x18\x04 \x01(\x0c\x12\x11\n\tenv_group\x18\x05 \x01(\x05\"\t\n\x07Goodbye\"w\n\x0c\x41\x63torMessage\x12\x1c\n\x05hello\x18\x01 \x01(\x0b\x32\x0b.seed.HelloH\x00\x12\x1f\n\x05steps\x18\x02 \x01(\x0b\x32\x0e.seed.EnvStepsH\x00\x12 \n\x07goodbye\x18\x03 \x01(\x0b\x32\r.seed.GoodbyeH\x00\x42\x06\n\x04kind\"1\n\x07Welcome\x12\x10\n\x08slot_ids\x18\x01 \x03(\x05\x12\x14\n\x0clearner_name\x18\x02 \x01(\t\"-\n\x07\x41\x63tions\x12\x0f\n\x07\x61\x63tions\x18\x01 \x01(\x0c\x12\x11\n\tenv_group\x18\x02 \x01(\x05\"\\\n\x0eLearnerMessage\x12 \n\x07welcome\x18\x01 \x01(\x0b\x32\r.seed.WelcomeH\x00\x12 \n\x07\x61\x63tions\x18\x02 \x01(\x0b\x32\r.seed.ActionsH\x00\x42\x06\n\x04kind2A\n\x07Learner\x12\x36\n\x06Stream\x12\x12.seed.ActorMessage\x1a\x14.seed.LearnerMessage(\x01\x30\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\nseed.proto\x12\x04seed\"K\n\nActionSpec\x12\x13\n\x0bnum_actions\x18\x01 \x01(\x05\x12\r\n\x05shape\x18\x02 \x03(\x03\x12\x0b\n\x03low\x18\x03 \x03(\x02\x12\x0c\n\x04high\x18\x04 \x03(\x02\"\xcb\x01\n\x05Hello\x12\x12\n\nactor_name\x18\x01 \x01(\t\x12\x10\n\x08num_envs\x18\x02 \x01(\x05\x12\x19\n\x11observation_shape\x18\x03 \x03(\x03\x12\x19\n\x11observation_dtype\x18\x04 \x01(\t\x12\x13\n\x0bnum_actions\x18\x05 \x01(\x05\x12\x12\n\nauth_token\x18\x06 \x01(\t\x12\x16\n\x0enum_env_groups\x18\x07 \x01(\x05\x12%\n\x0b\x61\x63tion_spec\x18\x08 \x01(\x0b\x32\x10.seed.ActionSpec\"k\n\x08\x45nvSteps\x12\x14\n\x0cobservations\x18\x01 \x01(\x0c\x12\x0f\n\x07rewards\x18\x02 \x01(\x0c\x12\x12\n\nterminated\x18\x03 \x01(\x0c\x12\x11\n\ttruncated\x18\x04 \x01(\x0c\x12\x11\n\tenv_group\x18\x05 \x01(\x05\"\t\n\x07Goodbye\"w\n\x0c\x41\x63torMessage\x12\x1c\n\x05hello\x18\x01 \x01(\x0b\x32\x0b.seed.HelloH\x00\x12\x1f\n\x05steps\x18\x02 \x01(\x0b\x32\x0e.seed.EnvStepsH\x00\x12 \n\x07goodbye\x18\x03 \x01(\x0b\x32\r.seed.GoodbyeH\x00\x42\x06\n\x04kind\"1\n\x07Welcome\x12\x10\n\x08slot_ids\x18\x01 \x03(\x05\x12\x14\n\x0clearner_name\x18\x02 \x01(\t\"-\n\x07\x41\x63tions\x12\x0f\n\x07\x61\x63tions\x18\x01 \x01(\x0c\x12\x11\n\tenv_group\x18\x02 \x01(\x05\"\\\n\x0eLearnerMessage\x12 \n\x07welcome\x18\x01 \x01(\x0b\x32\r.seed.WelcomeH\x00\x12 \n\x07\x61\x63tions\x18\x02 \x01(\x0b\x32\r.seed.ActionsH\x00\x42\x06\n\x04kind2A\n\x07Learner\x12\x36\n\x06Stream\x12\x12.seed.ActorMessage\x1a\x14.seed.LearnerMessage(\x01\x30\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'seed_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_HELLO']._serialized_start=21
-  _globals['_HELLO']._serialized_end=185
-  _globals['_ENVSTEPS']._serialized_start=187
-  _globals['_ENVSTEPS']._serialized_end=294
-  _globals['_GOODBYE']._serialized_start=296
-  _globals['_GOODBYE']._serialized_end=305
-  _globals['_ACTORMESSAGE']._serialized_start=307
-  _globals['_ACTORMESSAGE']._serialized_end=426
-  _globals['_WELCOME']._serialized_start=428
-  _globals['_WELCOME']._serialized_end=477
-  _globals['_ACTIONS']._serialized_start=479
-  _globals['_ACTIONS']._serialized_end=524
-  _globals['_LEARNERMESSAGE']._serialized_start=526
-  _globals['_LEARNERMESSAGE']._serialized_end=618
-  _globals['_LEARNER']._serialized_start=620
-  _globals['_LEARNER']._serialized_end=685
+  _globals['_ACTIONSPEC']._serialized_start=20
+  _globals['_ACTIONSPEC']._serialized_end=95
+  _globals['_HELLO']._serialized_start=98
+  _globals['_HELLO']._serialized_end=301
+  _globals['_ENVSTEPS']._serialized_start=303
+  _globals['_ENVSTEPS']._serialized_end=410
+  _globals['_GOODBYE']._serialized_start=412
+  _globals['_GOODBYE']._serialized_end=421
+  _globals['_ACTORMESSAGE']._serialized_start=423
+  _globals['_ACTORMESSAGE']._serialized_end=542
+  _globals['_WELCOME']._serialized_start=544
+  _globals['_WELCOME']._serialized_end=593
+  _globals['_ACTIONS']._serialized_start=595
+  _globals['_ACTIONS']._serialized_end=640
+  _globals['_LEARNERMESSAGE']._serialized_start=642
+  _globals['_LEARNERMESSAGE']._serialized_end=734
+  _globals['_LEARNER']._serialized_start=736
+  _globals['_LEARNER']._serialized_end=801
 # @@protoc_insertion_point(module_scope)

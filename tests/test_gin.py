@@ -119,6 +119,15 @@ def test_learner_reports_bad_settings_found_at_start_in_one_line(tmp_path):
     assert "Traceback" not in result.stderr
 
 
+def test_an_agent_refuses_an_env_whose_action_kind_it_does_not_declare_in_one_line(tmp_path):
+    result = run_role("learner", "--gin_config", "classic_vtrace.gin", "--logdir", str(tmp_path),
+                      "--gin_bindings", "GAME='Pendulum-v1'")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1] == (
+        "seed-learner: error: run_learner.agent: VTraceAgent acts in discrete action spaces; this env has "
+        "continuous 1 actions in [-2, 2] (agents for them: none yet)")
+
+
 @pytest.mark.parametrize("role, binding, message", [
     # Before: a batcher that spun on empty batches; a ZeroDivisionError traceback; a traceback.
     ("learner", "run_learner.inference_batch_size=0", "run_learner.inference_batch_size must be positive, got 0"),

@@ -71,6 +71,8 @@ class Agent(Protocol):
 
     #: Trains under a tf.distribute strategy with several replicas (create_strategy.kind).
     supports_strategy: ClassVar[bool]
+    #: The action kinds it acts in: 'discrete' and/or 'continuous' (seed.specs.ActionSpec).
+    action_kinds: ClassVar[Tuple[str, ...]]
     #: Size of the per-env recurrent state the learner keeps between steps (0: none).
     state_size: int
     #: The optimizer whose learning rate the progress line shows, or None for an agent that never trains.
@@ -119,9 +121,13 @@ class Agent(Protocol):
 AGENTS: Dict[str, type] = {}
 
 
+def action_kind(spec: EnvSpec) -> str:
+    return "discrete" if spec.action.is_discrete else "continuous"
+
+
 def register(cls):
     """Class decorator: adds an agent class to the registry, after checking it declares the contract."""
-    missing = [name for name in ("supports_strategy", "evaluation_policy", "act", "release",
+    missing = [name for name in ("supports_strategy", "action_kinds", "evaluation_policy", "act", "release",
                                  "next_batch", "update", "trackables", "checkpoint_sidecars", "data_metrics",
                                  "describe_data") if not hasattr(cls, name)]
     if missing:

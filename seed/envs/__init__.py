@@ -33,7 +33,8 @@ class ActorEnvs:
         return self._observations(observations)
 
     def step(self, actions: np.ndarray) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        observations, rewards, terminated, truncated, _ = self._env.step(np.asarray(actions, np.int64))
+        actions = np.asarray(actions, np.int64 if self.spec.action.is_discrete else np.float32)
+        observations, rewards, terminated, truncated, _ = self._env.step(actions)
         return (self._observations(observations), np.asarray(rewards, np.float32),
                 np.asarray(terminated, bool), np.asarray(truncated, bool))
 

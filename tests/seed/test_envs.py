@@ -112,3 +112,16 @@ def test_every_family_config_names_its_game_in_the_game_macro_and_the_family_rea
             assert envs.env_spec().num_actions == actions, config  # Pong has 6 actions, CartPole 2
     finally:
         gin.clear_config()
+
+
+def test_a_gymnasium_env_with_box_actions_gets_a_continuous_action_spec_and_steps_float_actions():
+    e = envs.create_gym_envs(2, env_id="Pendulum-v1")
+    try:
+        assert not e.spec.action.is_discrete and e.spec.num_actions == 0
+        assert e.spec.action.shape == (1,) and e.spec.action.low == (-2.0,) and e.spec.action.high == (2.0,)
+        assert "continuous 1 actions in [-2, 2]" in e.spec.describe()
+        e.reset(seed=0)
+        obs, rewards, _, _ = e.step(np.array([[2.0], [-2.0]], np.float32))
+        assert obs.shape == (2, 3) and rewards.shape == (2,) and (rewards <= 0).all()
+    finally:
+        e.close()

@@ -15,6 +15,7 @@ from seed.specs import EnvSpec
 @gin.configurable(denylist=["context"])
 class FixedActionAgent:
     supports_strategy = False
+    action_kinds = ("discrete",)
     state_size = 0
     evaluation_slots = None
     optimizer = None

@@ -63,6 +63,7 @@ def available_memory_bytes() -> Optional[int]:
 @gin.configurable(denylist=["context"])
 class R2D2Agent:
     supports_strategy = False
+    action_kinds = ("discrete",)
 
     def __init__(self, context: AgentContext, unroll_length: int = 80, burn_in: int = 40, batch_size: int = 64,
                  replay_capacity_steps: int = 250_000, min_replay_sequences: int = 500, replay_ratio: float = 4.0,

@@ -49,6 +49,7 @@ class VTraceAgent:
     """
 
     supports_strategy = True
+    action_kinds = ("discrete",)
     evaluation_slots = None
 
     def __init__(self, context: AgentContext, unroll_length: int = 20, batch_size: int = 32,
