@@ -1,0 +1,37 @@
+"""Where the training thread's batches come from: the unroll store (inference writes each slot's
+steps there), the queue of fresh unrolls, replays of unrolls and of sequences, the sum tree
+behind prioritised sampling, and the mixes and samplers that form batches from them.
+
+Every batch source the agents use (UnrollMix, RateLimitedSampler) has one interface,
+`DataSource`, and its pace is one `RateLimit`."""
+import dataclasses
+import threading
+from typing import Dict, Optional, Protocol
+
+
+@dataclasses.dataclass(frozen=True)
+class RateLimit:
+    """When a source may hand out its next batch: once it holds `min_size` items (the minimum
+    fill) and, with `samples_per_insert` set, while the items sampled stay within that many per
+    item inserted (the replay ratio); None leaves the pace to the fresh data. The producers'
+    side is the queue's capacity: a full queue blocks inference (back-pressure)."""
+    min_size: int = 0
+    samples_per_insert: Optional[float] = None
+
+    def filled(self, size: int) -> bool:
+        return size >= self.min_size
+
+    def allows(self, size: int, inserted: int, sampled: int, batch: int) -> bool:
+        """Whether `batch` more items may be sampled from a source of `size` items that has seen
+        `inserted` inserts and handed out `sampled` items."""
+        if not self.filled(size):
+            return False
+        return self.samples_per_insert is None or sampled + batch <= self.samples_per_insert * inserted
+
+
+class DataSource(Protocol):
+    def next_batch(self, stop: threading.Event):
+        """The next batch, waiting as the source's RateLimit says; None once `stop` is set."""
+
+    def metrics(self) -> Dict[str, float]:
+        """Scalars for the progress record and TensorBoard."""

@@ -11,6 +11,7 @@ from typing import Dict, NamedTuple, Optional, Tuple
 
 import numpy as np
 
+from learner.data import RateLimit
 from learner.data.sum_tree import SumTree
 
 # Per-step scalars a sequence keeps besides its frame positions.
@@ -181,3 +182,33 @@ class SequenceReplay:
             priorities = np.where(np.isfinite(priorities), np.maximum(priorities, 1e-6), self.max_priority)
             self.max_priority = max(self.max_priority, float(priorities.max()))
             self.tree.set(indices[live], priorities[live] ** self.alpha)
+
+
+class RateLimitedSampler:
+    """The training thread's batches from a SequenceReplay, as its RateLimit allows: it waits for
+    the minimum fill and for inserts to keep the replay ratio (both counted in sequences). The
+    inference thread calls `inserted()` after each insert to wake it."""
+
+    def __init__(self, replay: SequenceReplay, batch_size: int, rate: RateLimit):
+        self.replay, self.batch_size, self.rate = replay, batch_size, rate
+        self.sampled = 0  # sequences handed out (the replay ratio counts them)
+        self._inserted = threading.Condition()
+
+    def inserted(self) -> None:
+        with self._inserted:
+            self._inserted.notify_all()
+
+    def _ready(self) -> bool:
+        return self.rate.allows(self.replay.size, self.replay.num_inserted, self.sampled, self.batch_size)
+
+    def next_batch(self, stop: threading.Event) -> Optional[SampledBatch]:
+        with self._inserted:
+            while not self._ready():
+                if stop.is_set():
+                    return None
+                self._inserted.wait(0.1)
+        self.sampled += self.batch_size
+        return self.replay.sample(self.batch_size)
+
+    def metrics(self) -> Dict[str, float]:
+        return {"replay/size_sequences": self.replay.size, "replay/dropped_sequences": self.replay.num_dropped}

@@ -14,6 +14,7 @@ from typing import Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
+from learner.data import RateLimit
 from learner.data.unrolls import UnrollQueue, Unrolls
 
 SOURCE_KINDS = ("queue", "uniform")
@@ -124,14 +125,15 @@ class UnrollMix:
         self.queue = queue
         self.shares = {k: c / batch_size for k, c in self.counts.items()}
         self.replays = {k: UnrollReplay(replay_capacity, seed) for k in sources if k != "queue"}
-        self.min_replay_unrolls = min_replay_unrolls
+        # Fresh unrolls pace the mix (the queue's back-pressure); the replays only need their fill.
+        self.rate = RateLimit(min_size=min_replay_unrolls)
         self.updates = 0
         self.last_fresh = 0
         self.last_replay_age = 0.0
 
     def next_batch(self, stop: threading.Event) -> Optional[Unrolls]:
         consumed = 0
-        while any(len(replay) < self.min_replay_unrolls for replay in self.replays.values()):
+        while not all(self.rate.filled(len(replay)) for replay in self.replays.values()):
             filling = self.queue.get_batch(self.fresh_per_batch, stop)
             if filling is None:
                 return None

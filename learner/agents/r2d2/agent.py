@@ -15,7 +15,8 @@ from learner.agents.r2d2.training import R2D2Trainer
 from learner.checkpoints import write_arrays_atomically
 from learner.inference import batched_policy
 from learner.optimizers import create_optimizer
-from learner.data.replay import SampledBatch, SequenceReplay, sequence_bytes
+from learner.data import RateLimit
+from learner.data.replay import RateLimitedSampler, SampledBatch, SequenceReplay, sequence_bytes
 from learner.slots import StepInputs
 from learner.data.unrolls import UnrollStore
 from seed.codec import EnvStepBatch
@@ -90,9 +91,8 @@ class R2D2Agent:
         self.target_network = DuelingQNetwork(spec.num_actions, shape, spec.observation_dtype)
         self.optimizer = create_optimizer(num_training_steps=1)
         self.trainer = R2D2Trainer(self.network, self.target_network, self.optimizer, burn_in=burn_in)
-        self.unroll_length, self.batch_size, self.replay_ratio = unroll_length, batch_size, replay_ratio
+        self.unroll_length = unroll_length
         self.frames_per_step = spec.frames_per_step
-        self.min_replay_sequences = min_replay_sequences
         self.checkpoint_replay = checkpoint_replay
         history = num_stacked_frames - 1
         sequence_steps = history + burn_in + unroll_length + 1
@@ -109,8 +109,7 @@ class R2D2Agent:
         self._history = history
         self.epsilons = exploration_epsilons(max_slots, num_eval_envs, eval_epsilon, epsilon_base, epsilon_alpha)
         self.evaluation_slots = np.arange(max_slots) < num_eval_envs
-        self._inserted = threading.Condition()
-        self._sampled_steps = 0
+        self.data = RateLimitedSampler(self.replay, batch_size, RateLimit(min_replay_sequences, replay_ratio))
         self._counted_sequences = 0
         self._last_rates = (time.monotonic(), 0, 0)
         self.state_size = self.network.state_size
@@ -156,27 +155,15 @@ class R2D2Agent:
             if complete is not None:
                 complete["core_state"] = complete["core_state"][:, self._history]  # state before the burn-in
                 self.replay.insert(complete)
-                with self._inserted:
-                    self._inserted.notify_all()
+                self.data.inserted()
         return actions, new_state
 
     def release(self, slot_ids: np.ndarray) -> None:
         self.sequences.reset(slot_ids)
 
-    def _ready(self) -> bool:
-        inserted_steps = self.replay.num_inserted * self.unroll_length
-        return (self.replay.size >= self.min_replay_sequences and
-                self._sampled_steps + self.batch_size * self.unroll_length <= self.replay_ratio * inserted_steps)
-
     def next_batch(self, stop: threading.Event) -> Optional[SampledBatch]:
         """Waits for the minimum fill and for the replay ratio to allow another batch."""
-        with self._inserted:
-            while not self._ready():
-                if stop.is_set():
-                    return None
-                self._inserted.wait(0.1)
-        self._sampled_steps += self.batch_size * self.unroll_length
-        return self.replay.sample(self.batch_size)
+        return self.data.next_batch(stop)
 
     def update(self, batch: SampledBatch) -> Tuple[Dict[str, float], int]:
         metrics, priorities = self.trainer.update(batch.sequences, batch.weights)
@@ -204,13 +191,14 @@ class R2D2Agent:
         """The replay and the replay-ratio counter, written to `path` (an .npz) whole or not at all.
         Inserts wait while it is written: a consistent snapshot without a second copy in memory."""
         with self.replay.lock:
-            arrays = dict(self.replay.state(), agent_sampled_steps=np.asarray(self._sampled_steps))
+            # Saved in agent steps, as before the sampler counted sequences.
+            arrays = dict(self.replay.state(), agent_sampled_steps=np.asarray(self.data.sampled * self.unroll_length))
             write_arrays_atomically(path, arrays)
 
     def load_state(self, path: str) -> None:
         with np.load(path) as arrays:
             self.replay.load_state(arrays)
-            self._sampled_steps = int(arrays["agent_sampled_steps"])
+            self.data.sampled = int(arrays["agent_sampled_steps"]) // self.unroll_length
         self._counted_sequences = self.replay.num_inserted  # restored sequences are not new frames
         log.info("restored a replay of %d sequences (%d inserted so far) from %s", self.replay.size,
                  self.replay.num_inserted, path)
@@ -218,13 +206,14 @@ class R2D2Agent:
     def data_metrics(self) -> Dict[str, float]:
         """Replay fill, insert and sample rates (agent steps/s since the last call), epsilon range."""
         now, inserted = time.monotonic(), self.replay.num_inserted * self.unroll_length
+        sampled = self.data.sampled * self.unroll_length
         last_time, last_inserted, last_sampled = self._last_rates
         elapsed = max(now - last_time, 1e-9)
-        self._last_rates = (now, inserted, self._sampled_steps)
+        self._last_rates = (now, inserted, sampled)
         training = self.epsilons[~self.evaluation_slots]
-        return {"replay/size_sequences": self.replay.size, "replay/dropped_sequences": self.replay.num_dropped,
+        return {**self.data.metrics(),
                 "replay/insert_steps_per_second": (inserted - last_inserted) / elapsed,
-                "replay/sample_steps_per_second": (self._sampled_steps - last_sampled) / elapsed,
+                "replay/sample_steps_per_second": (sampled - last_sampled) / elapsed,
                 "epsilon/min": float(training.min()), "epsilon/max": float(training.max())}
 
     def describe_data(self) -> str:
