@@ -10,7 +10,7 @@ One training loop serves every agent. The learner drives an agent from three thr
     while frames < total_environment_frames and not stop:
         batch = agent.next_batch(stop)          # blocks on the agent's rate limit; None on stop
         metrics, new_frames = agent.update(batch)
-        frames += new_frames                    # skipped (non-finite) updates count 0
+        frames += new_frames                    # env frames collected, also for a skipped update
         if checkpoint due: save agent.trackables() and agent.checkpoint_sidecars()
 
     # main thread, every progress interval:
@@ -102,8 +102,9 @@ class Agent(Protocol):
     def update(self, batch) -> Tuple[Dict[str, float], int]:
         """Trains on `batch`. Returns metrics, including 'update_applied' (False when a non-finite
         loss or gradient was skipped), and the environment frames newly collected that this update
-        accounts for: the fresh frames it trained on (queue) or the frames inserted into replay
-        since the last update (replay); the learner's frame budget counts them."""
+        accounts for, whether or not it was applied: the fresh frames its batch took from the queue,
+        or the frames inserted into replay since the last update; the learner's frame budget
+        counts them."""
 
     def trackables(self) -> Dict[str, object]:
         """TensorFlow objects the checkpoint holds, by name ('agent': the network acting uses)."""

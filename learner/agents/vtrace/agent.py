@@ -131,7 +131,8 @@ class VTraceAgent:
 
     def update(self, batch) -> Tuple[Dict[str, float], int]:
         """Returns the update's metrics (averaged over its gradient steps) and the environment frames it
-        consumed (its fresh unrolls')."""
+        consumed (its fresh unrolls'; counted also when a non-finite step was skipped, as R2D2Agent
+        counts what it inserted: the budget counts frames collected)."""
         if self.epochs == 1 and self.minibatches == 1:
             metrics = self.trainer.update(batch)
         else:
@@ -144,7 +145,7 @@ class VTraceAgent:
             metrics = {k: float(np.mean([m[k] for m in applied])) for k in steps[0]}
             metrics["update_applied"] = any(m["update_applied"] for m in steps)
             metrics["skipped_steps"] = sum(not m["update_applied"] for m in steps)
-        return metrics, self.data.last_fresh * self.frames_per_unroll if metrics["update_applied"] else 0
+        return metrics, self.data.last_fresh * self.frames_per_unroll
 
     def trackables(self) -> Dict[str, object]:
         return {"agent": self.network, "optimizer": self.optimizer}
