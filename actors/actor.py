@@ -89,11 +89,25 @@ def run_actor(learner_address: str, actor_index: int, stop: threading.Event, log
               tls_ca_file: Optional[str] = None, tls_server_name: Optional[str] = None) -> int:
     """Streams to the learner until `stop`, a fatal answer, or `reconnect_timeout_s` without it.
 
-    `num_env_groups` splits the envs into groups stepped while the learner
-    infers for the others (2: double buffering; 1: lockstep). It is capped at
-    `num_envs`. Lockstep is the default because it measured faster where actors
-    and learner share the cores (benchmarks/README.md); double buffering pays
-    off where actors have cores of their own and the learner's answer is slow.
+    Settings:
+        `num_envs`: environments this actor steps, all on one stream (4).
+        `num_env_groups`: groups the envs are split into, each stepped while the learner infers for the
+            others (1: lockstep; 2: double buffering), capped at `num_envs`. Lockstep is the default
+            because it measured faster where actors and learner share the cores (benchmarks/README.md);
+            double buffering pays off where actors have cores of their own and the learner's answer is slow.
+        `seed`: base seed of the envs' first resets (0); env i of actor k on its c-th connection (from 0)
+            resets with seed + 7919 * k + c + i.
+        `reconnect_timeout_s`: seconds to wait for a reachable learner before giving up with exit code 1 (300).
+        `max_backoff_s`: cap of the wait before reconnecting after a lost stream, seconds (30); the wait
+            starts at 0.5 s and doubles, with jitter.
+        `max_message_bytes`: largest gRPC message either way, bytes (64 MiB); one env group's step must fit.
+        `progress_interval_s`: seconds between reports of steps/s and learner round trips, to the log and
+            LOGDIR/actors/actor_N.jsonl (30).
+        `auth_token_env`: environment variable holding the shared auth token when no file is given
+            ('SEED_AUTH_TOKEN'); unset or empty: no token.
+        `auth_token_file`: file holding the shared auth token, read instead of the variable (None).
+        `tls_ca_file`: PEM file of the CA that signed the learner's certificate (None: plaintext, no TLS).
+        `tls_server_name`: the host name the learner's certificate names, where it is not the address's (None).
     """
     require_positive("run_actor", num_envs=num_envs, num_env_groups=num_env_groups,
                      reconnect_timeout_s=reconnect_timeout_s, max_backoff_s=max_backoff_s,

@@ -67,6 +67,19 @@ def resumes(logdir: str) -> List[int]:
     return [int(part.split()[0]) for part in text.split("resuming at ")[1:]]
 
 
+def read_episode_rows(logdir: str):
+    path = os.path.join(logdir, "episodes.csv")
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [line.split(",") for line in f.read().splitlines()[1:]]
+
+
+def episodes_since(logdir: str, unix_time: float) -> int:
+    """Episodes whose rows were written after `unix_time` (the time column, the sixth)."""
+    return sum(len(e) > 5 and e[5] and float(e[5]) > unix_time for e in read_episode_rows(logdir))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--minutes", type=float, default=10.0)
@@ -75,6 +88,9 @@ def main() -> int:
     parser.add_argument("--envs", type=int, default=4, help="envs per actor")
     parser.add_argument("--actor_kill_every_s", type=float, default=5.0)
     parser.add_argument("--learner_kill_every_s", type=float, default=120.0)
+    parser.add_argument("--recovery_timeout_s", type=float, default=180.0,
+                        help="after the last minute, how long to wait for the run to report an episode "
+                             "after the last learner kill")
     parser.add_argument("--idle_timeout_s", type=float, default=20.0, help="run_learner.actor_idle_timeout_s")
     parser.add_argument("--checkpoint_interval_s", type=float, default=60.0)
     parser.add_argument("--logdir", default=None, help="default: a new directory under /tmp")
@@ -139,6 +155,11 @@ def main() -> int:
                               "frames_trained": records[-1].get("frames"),
                               "checkpoint_frames": latest_checkpoint_frames(logdir)})
                 os.kill(children(learner.pid)[0], signal.SIGKILL)
+        # A kill near the end is only a test once the run is back: wait (bounded) for an episode
+        # reported after it, however slowly a loaded machine restarts the learner.
+        recovery_deadline = time.monotonic() + args.recovery_timeout_s
+        while kills and time.monotonic() < recovery_deadline and not episodes_since(logdir, kills[-1]["unix_time"]):
+            time.sleep(1)
     finally:
         if stopped and stopped[1]:
             os.kill(stopped[0], signal.SIGCONT)
@@ -162,7 +183,7 @@ def main() -> int:
             segments.append(last)
         last = r
     segments += [last] if last else []
-    episodes = [line.split(",") for line in open(os.path.join(logdir, "episodes.csv")).read().splitlines()[1:]]
+    episodes = read_episode_rows(logdir)
     last_kill_time = kills[-1]["unix_time"] if kills else 0
     try:
         import tensorflow as tf
@@ -182,7 +203,7 @@ def main() -> int:
         "frames_trained": records[-1].get("frames") if records else 0,
         "kills": kills, "readable_checkpoint": readable,
         "episodes": len(episodes),
-        "episodes_after_last_kill": sum(float(e[5]) > last_kill_time for e in episodes if len(e) > 5),
+        "episodes_after_last_kill": episodes_since(logdir, last_kill_time),
         "exit_codes": codes, "logdir": logdir}), flush=True)
     return 0
 

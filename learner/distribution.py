@@ -27,7 +27,14 @@ KINDS = ("none", "mirrored", "multi_worker")
 
 @gin.configurable
 def create_strategy(kind: str = "none", cpu_replicas: int = 0) -> tf.distribute.Strategy:
-    """Call before any TensorFlow op: logical devices and collectives are fixed at the first one."""
+    """Call before any TensorFlow op: logical devices and collectives are fixed at the first one.
+
+    Settings:
+        `kind`: 'none' (one device, TensorFlow's default strategy), 'mirrored' (this learner's GPUs) or
+            'multi_worker' (every learner named in TF_CONFIG); see the module's docstring ('none').
+        `cpu_replicas`: logical CPU devices to replicate over instead of the real devices, for testing
+            without GPUs (0: the real devices); ignored for 'none'.
+    """
     if kind not in KINDS:
         raise ValueError(f"unknown create_strategy.kind {kind!r}; use one of {KINDS}")
     require_non_negative("create_strategy", cpu_replicas=cpu_replicas)  # 0: the real devices

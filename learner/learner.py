@@ -239,21 +239,53 @@ def run_learner(logdir: str, address: str, stop: threading.Event, *, agent=VTrac
                 seed: Optional[int] = None, tf_intra_op_threads: int = 0, tf_inter_op_threads: int = 0,
                 wandb_project: Optional[str] = None, wandb_entity: Optional[str] = None,
                 wandb_run_name: Optional[str] = None, wandb_tags: Sequence[str] = ()) -> int:
-    """Serves actors and trains `agent` (any registered in learner/agents/: @VTraceAgent,
-    @R2D2Agent, @FixedActionAgent) until the frame budget or `stop`; returns a process exit code.
+    """Serves actors and trains `agent` until the frame budget or `stop`; returns a process exit code.
 
-    `tf_intra_op_threads` / `tf_inter_op_threads` (0: TensorFlow's choice, every
-    core) cap the learner's TensorFlow thread pools, for machines where the
-    actors need cores of their own.
-
-    `checkpoint_interval_s` (60) is the most training a crash loses. A checkpoint took 0.06 s and
-    20 MB for atari_vtrace.gin and 0.18 s and 69 MB for atari_r2d2.gin on the 2-core machine
-    (benchmarks/checkpoint_cost.py): 0.1-0.3 % of the learner's time at 60 s. The newest 3 are kept.
-
-    `wandb_project` (None: off) also sends every progress record to Weights & Biases
-    (learner/tracking.py; pip install 'seed[wandb]'), in `wandb_entity` (None: your default),
-    named `wandb_run_name` (None: the run directory's name), with `wandb_tags`; a resumed run
-    continues the same W&B run.
+    Settings:
+        `agent`: the agent to train, any registered in learner/agents/ (@VTraceAgent; also @R2D2Agent, and
+            @FixedActionAgent, which answers action 0 and never trains).
+        `inference_batch_size`: most env steps per policy call (64); a batch is also complete once every
+            connected env is in it.
+        `batch_timeout_ms`: longest wait for a full batch after its first request, milliseconds (10); capped
+            at one policy call's average duration, and skipped when under 1 ms.
+        `num_stacked_frames`: newest frames the learner stacks into each observation (4; 1 in classic_*.gin).
+        `reward_clipping`: how the learner clips rewards for training ('abs_one': to [-1, 1];
+            'soft_asymmetric': IMPALA's 5 tanh(r / 5), times 0.3 for negative rewards; 'none');
+            reported returns stay raw. atari_r2d2.gin sets 'none': R2D2 rescales values instead.
+        `total_environment_frames`: the frame budget, in env frames (agent steps x frame_skip) that updates
+            account for (200M; 1M in classic_*.gin): V-trace's fresh frames trained on, R2D2's frames
+            inserted into replay. V-trace's learning-rate schedule spans it.
+        `max_env_slots`: most envs connected at once over all actors, each holding a slot of frame stacks,
+            core state and a partial unroll (256); an actor whose envs find no free slots is refused.
+        `max_actors`: most actor streams at once (64); more are refused with RESOURCE_EXHAUSTED and retry.
+        `max_message_bytes`: largest gRPC message either way, bytes (64 MiB).
+        `checkpoint_interval_s`: seconds between checkpoints (60), the most training a crash loses. A
+            checkpoint took 0.06 s and 20 MB for atari_vtrace.gin and 0.18 s and 69 MB for atari_r2d2.gin on
+            the 2-core machine (benchmarks/checkpoint_cost.py): 0.1-0.3 % of the learner's time at 60 s.
+            The newest 3 are kept.
+        `progress_interval_s`: seconds between progress lines, progress.jsonl records and TensorBoard
+            scalars (5).
+        `max_consecutive_skipped_updates`: updates in a row with a non-finite loss or gradient after which
+            the learner stops with an error and writes no checkpoint over the last good one (100).
+        `actor_idle_timeout_s`: seconds an actor may leave the learner waiting before its stream is closed
+            and its slots freed (300); time the learner itself spends (back-pressure) does not count.
+        `auth_token_env`: environment variable holding the shared auth token when no file is given
+            ('SEED_AUTH_TOKEN'); an actor with another token is refused (UNAUTHENTICATED); unset or empty:
+            no check.
+        `auth_token_file`: file holding the shared auth token, read instead of the variable (None).
+        `tls_cert_file`: PEM certificate (chain) the learner presents; with `tls_key_file`, or neither
+            (None: plaintext, no TLS).
+        `tls_key_file`: PEM private key of `tls_cert_file` (None).
+        `seed`: seed of TensorFlow's, numpy's and Python's random numbers: weights, sampling, shuffles
+            (None: unseeded).
+        `tf_intra_op_threads`: cap on TensorFlow's intra-op thread pool (0: TensorFlow's choice, every
+            core), for machines where the actors need cores of their own.
+        `tf_inter_op_threads`: cap on TensorFlow's inter-op thread pool (0: TensorFlow's choice).
+        `wandb_project`: Weights & Biases project that also gets every progress record (None: off;
+            learner/tracking.py, pip install 'seed[wandb]'); a resumed run continues the same W&B run.
+        `wandb_entity`: W&B entity (user or team) of the run (None: your default).
+        `wandb_run_name`: W&B run name (None: the run directory's name).
+        `wandb_tags`: W&B tags of the run (no tags).
     """
     check_reward_clipping(reward_clipping)
     require_positive("run_learner", inference_batch_size=inference_batch_size, num_stacked_frames=num_stacked_frames,

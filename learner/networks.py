@@ -190,9 +190,19 @@ class ActorCriticNetwork(RecurrentNetwork):
     def __init__(self, num_actions: int, observation_shape: Sequence[int], observation_dtype: str,
                  torso: Optional[str] = None, lstm_units: int = 0, mlp_hidden_sizes: Sequence[int] = (64, 64),
                  initialization: str = "glorot"):
-        """`initialization` 'orthogonal' draws orthogonal weights (gain sqrt(2) in the torso, 0.01 on
-        the policy head, 1 on the baseline), so the first policy is nearly uniform; Keras' Glorot
-        default ('glorot') starts a Nature-CNN policy on Pong at about half the maximum entropy."""
+        """The network for `num_actions` actions on observations of `observation_shape` and dtype.
+
+        Settings:
+            `torso`: 'nature_cnn' (Mnih et al. 2015, the fast choice on CPU), 'impala_resnet' (IMPALA's
+                15 convolutions, for a GPU) or 'mlp' (None: 'nature_cnn' for image stacks, 'mlp' otherwise).
+            `lstm_units`: units of the LSTM core between torso and heads, fed also the previous action and
+                reward (0: no core, a feed-forward network).
+            `mlp_hidden_sizes`: widths of the 'mlp' torso's tanh layers ((64, 64)); unused by the others.
+            `initialization`: 'glorot' (Keras' default) or 'orthogonal' ('glorot'; 'orthogonal' in
+                atari_vtrace.gin). 'orthogonal' draws orthogonal weights (gain sqrt(2) in the torso, 0.01 on
+                the policy head, 1 on the baseline), so the first policy is nearly uniform; 'glorot' starts
+                a Nature-CNN policy on Pong at about half the maximum entropy.
+        """
         super().__init__("actor_critic", num_actions, observation_shape, observation_dtype, torso, lstm_units,
                          mlp_hidden_sizes, initialization)
         self._policy = keras.layers.Dense(num_actions, name="policy_logits",
@@ -213,6 +223,16 @@ class DuelingQNetwork(RecurrentNetwork):
     def __init__(self, num_actions: int, observation_shape: Sequence[int], observation_dtype: str,
                  torso: Optional[str] = None, lstm_units: int = 512, head_hidden_units: int = 512,
                  mlp_hidden_sizes: Sequence[int] = (64, 64)):
+        """The network for `num_actions` actions on observations of `observation_shape` and dtype.
+
+        Settings:
+            `torso`: 'nature_cnn', 'impala_resnet' or 'mlp', as for ActorCriticNetwork (None: 'nature_cnn'
+                for image stacks, 'mlp' otherwise).
+            `lstm_units`: units of the LSTM core between torso and heads, fed also the previous action and
+                reward (512; 0: no core).
+            `head_hidden_units`: units of the ReLU layer in each of the value and advantage heads (512).
+            `mlp_hidden_sizes`: widths of the 'mlp' torso's tanh layers ((64, 64)); unused by the others.
+        """
         super().__init__("dueling_q", num_actions, observation_shape, observation_dtype, torso, lstm_units,
                          mlp_hidden_sizes)
         self._value = keras.Sequential([keras.layers.Dense(head_hidden_units, activation="relu"),

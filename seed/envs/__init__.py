@@ -69,7 +69,12 @@ def register_family(name: str, game_parameter: str):
 
 @gin.configurable
 def create_envs(num_envs: int, factory=None) -> ActorEnvs:
-    """The env factory the configs select (`create_envs.factory = @create_atari_envs`; none: gymnasium's)."""
+    """`num_envs` environments from the env factory the configs select.
+
+    Settings:
+        `factory`: the family's gin-configurable factory, called with `num_envs` (None: `create_gym_envs`);
+            the Atari configs set `@create_atari_envs`.
+    """
     return (factory or FAMILIES["gym"].factory)(num_envs)
 
 

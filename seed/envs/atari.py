@@ -33,12 +33,28 @@ def create_atari_envs(num_envs: int,
                       full_action_space: bool = False,
                       fire_reset: bool = False,
                       num_threads: int = 1) -> ActorEnvs:
-    """Atari through ale-py's native vector env with the standard preprocessing.
+    """Atari through ale-py's native vector env with the standard preprocessing (the settings below).
 
-    Grayscale `frame_size`^2 frames, max-pooled over the last two of each
-    `frame_skip`, up to `noop_max` no-ops at reset, an episode cut at
-    `max_episode_frames` reported as truncation. Rewards stay unclipped and
-    frames unstacked: the learner does both.
+    Rewards stay unclipped and frames unstacked: the learner does both.
+
+    Settings:
+        `game`: the game, as 'Pong', 'SpaceInvaders' or 'space_invaders' ('Pong'); the atari_*.gin configs
+            bind it to the GAME macro.
+        `frame_skip`: emulator frames per agent step, each repeating the action (4); every frame counter
+            counts emulator frames. At 1 each step gives the current frame, not SEED RL's max-pool with a
+            frozen first frame.
+        `noop_max`: most no-op actions taken at each reset, a random number up to it (30); 0: none.
+        `max_pool`: observe the pixel-wise max of each step's last two frames instead of its last frame (True).
+        `frame_size`: height and width of the square grayscale observation, pixels (84).
+        `repeat_action_probability`: chance that the emulator repeats the previous action instead of the
+            new one (0.0); 0.25 is Machado et al.'s sticky actions (atari_vtrace_sticky.gin).
+        `terminal_on_life_loss`: end the episode (terminated) at every lost life (False).
+        `max_episode_frames`: emulator frames after which an episode is cut and reported as truncated
+            (108000: 30 minutes at 60 frames/s).
+        `full_action_space`: use all 18 Atari actions instead of the game's minimal set (False).
+        `fire_reset`: take the FIRE action at each reset, in games that have one (False).
+        `num_threads`: ale-py worker threads stepping this actor's envs (1: the actors' envs take one
+            thread each and the OS shares the cores; 0 leaves it to ale-py).
     """
     # ale-py hangs on a frame size of 0 and takes a negative noop_max or a probability above 1.
     require_positive("create_atari_envs", frame_skip=frame_skip, frame_size=frame_size)

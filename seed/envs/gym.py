@@ -11,9 +11,15 @@ from seed.specs import ActionSpec, EnvSpec
 @register_family("gym", game_parameter="create_gym_envs.env_id")
 @gin.configurable
 def create_gym_envs(num_envs: int, env_id: str = "CartPole-v1") -> ActorEnvs:
-    """`env_id`: any registered gymnasium id (the GAME macro of classic_*.gin); `num_envs` of it are
-    stepped together in one process. Continuous (Box) actions are sent as float32 within the
-    space's bounds; which agents take them is the learner's check."""
+    """`num_envs` copies of one gymnasium env, stepped together in one process (a sync vector env).
+
+    Continuous (Box) actions are sent as float32 within the space's bounds; which agents take
+    them is the learner's check.
+
+    Settings:
+        `env_id`: any registered gymnasium id with a Box observation and a Discrete or Box action space
+            ('CartPole-v1'); the classic_*.gin configs bind it to the GAME macro.
+    """
     try:
         env = gym.make_vec(env_id, num_envs=num_envs, vectorization_mode="sync")
     except gym.error.Error as e:

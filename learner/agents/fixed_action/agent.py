@@ -14,6 +14,11 @@ from seed.specs import EnvSpec
 @register
 @gin.configurable(denylist=["context"])
 class FixedActionAgent:
+    """Answers action 0 to every env and never trains (see the module's docstring).
+
+    Settings: none; gin can bind nothing here (its only argument, `context`, comes from the learner).
+    """
+
     supports_strategy = False
     action_kinds = ("discrete",)
     state_size = 0

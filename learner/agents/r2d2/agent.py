@@ -71,10 +71,38 @@ class R2D2Agent:
                  priority_exponent: float = 0.9, importance_exponent: float = 0.6, num_eval_envs: int = 1,
                  eval_epsilon: float = 0.001, epsilon_base: float = 0.4, epsilon_alpha: float = 7.0,
                  checkpoint_replay: bool = False, seed: Optional[int] = None):
-        """`checkpoint_replay` writes the replay's contents beside every checkpoint (its size is
-        printed at start, and a disk that cannot hold the kept checkpoints is refused) and restores
-        them on resume, so a restarted learner trains on where it stopped instead of refilling
-        `min_replay_sequences` first; off, a resumed run starts with an empty replay."""
+        """Acts epsilon-greedily per env slot, stores overlapping sequences, samples them by priority.
+
+        Settings:
+            `unroll_length`: agent steps each sequence trains on, after its burn-in (80; 10 in
+                classic_r2d2.gin); an env's consecutive sequences overlap by burn_in + num_stacked_frames steps.
+            `burn_in`: agent steps before each sequence's trained part that only warm up the LSTM state,
+                without gradient (40; 5 in classic_r2d2.gin).
+            `batch_size`: sequences per batch (64; 32 in classic_r2d2.gin).
+            `replay_capacity_steps`: the replay's size in agent steps, held as that // `unroll_length`
+                sequences (250k: about 2 GiB for Atari); refused at start above 80 % of available memory.
+            `min_replay_sequences`: sequences the replay holds before training starts (500; 100 in
+                classic_r2d2.gin).
+            `replay_ratio`: sequences sampled per sequence inserted, so about that many trained steps per
+                stored agent step (4.0); training waits for inserts to keep it.
+            `priority_exponent`: alpha, sampling probability proportional to priority^alpha (0.9; 0: uniform).
+            `importance_exponent`: beta, each sample's loss weighted by (N * probability)^-beta, scaled to
+                a maximum of 1 in its batch (0.6; 0: unweighted).
+            `num_eval_envs`: env slots (the lowest ids) that act with `eval_epsilon`, are reported apart and
+                are not stored (1); below run_learner.max_env_slots.
+            `eval_epsilon`: the evaluation envs' exploration epsilon (0.001).
+            `epsilon_base`: Ape-X's base: each training slot explores with epsilon_base^(1 + epsilon_alpha * u),
+                u its slot's base-2 radical inverse in [0, 1) (0.4).
+            `epsilon_alpha`: Ape-X's alpha, the range of that exponent (7.0: epsilons from 0.4 down towards
+                0.4^8).
+            `checkpoint_replay`: write the replay's contents beside every checkpoint (its size is printed at
+                start, and a disk that cannot hold the kept checkpoints is refused) and restore them on resume,
+                so a restarted learner trains on where it stopped instead of refilling
+                `min_replay_sequences` first (False: a resumed run starts with an empty replay; the replay is
+                about 2 GiB at the Atari default).
+            `seed`: seed of the replay's sampling (None: drawn from numpy's global generator, which
+                run_learner.seed seeds).
+        """
         spec, num_stacked_frames, max_slots = context.spec, context.num_stacked_frames, context.max_slots
         require_positive("R2D2Agent", unroll_length=unroll_length, batch_size=batch_size,
                          replay_capacity_steps=replay_capacity_steps, min_replay_sequences=min_replay_sequences,
@@ -89,7 +117,10 @@ class R2D2Agent:
         shape = (*spec.observation_shape, num_stacked_frames)
         self.network = DuelingQNetwork(spec.num_actions, shape, spec.observation_dtype)
         self.target_network = DuelingQNetwork(spec.num_actions, shape, spec.observation_dtype)
-        self.optimizer = create_optimizer(num_training_steps=1)
+        # The schedule's horizon: gradient steps over the run at the replay ratio (sequences sampled per
+        # sequence inserted), each sampling batch_size sequences of unroll_length new agent steps.
+        self.optimizer = create_optimizer(num_training_steps=int(
+            context.total_environment_frames / spec.frames_per_step / unroll_length * replay_ratio / batch_size))
         self.trainer = R2D2Trainer(self.network, self.target_network, self.optimizer, burn_in=burn_in)
         self.unroll_length = unroll_length
         self.frames_per_step = spec.frames_per_step
@@ -100,7 +131,8 @@ class R2D2Agent:
         self._check_memory(capacity, sequence_steps, spec)
         self.replay = SequenceReplay(capacity, sequence_steps, unroll_length, spec.observation_shape,
                                      spec.observation_dtype, num_stacked_frames, self.network.state_size,
-                                     priority_exponent, importance_exponent, seed=seed)
+                                     priority_exponent, importance_exponent,
+                                     seed=np.random.randint(2 ** 31) if seed is None else seed)
         self.sequences = UnrollStore(max_slots, sequence_steps - (history + burn_in + 1), {
             "frame_pos": ((), "int64"), "first": ((), "bool"), "terminated": ((), "bool"),
             "truncated": ((), "bool"), "reward": ((), "float32"), "action": ((), "int32"),

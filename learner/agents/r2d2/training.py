@@ -14,8 +14,21 @@ from seed.settings import require_fraction, require_positive
 
 @gin.configurable(denylist=["online", "target", "optimizer", "burn_in"])
 class R2D2Trainer:
-    """`max_gradient_norm` clips the gradient's global norm; `jit_compile` has XLA compile the
-    whole update (learner/agents/gradient_step.py says when that pays)."""
+    """Owns the update's tf.function and the target network, which it copies from the online one.
+
+    Settings:
+        `discount`: gamma per agent step (0.997, also in classic_r2d2.gin: with 0.99 one CartPole run in
+            several settled on ~150-step episodes).
+        `n_steps`: agent steps of discounted rewards in each target before it bootstraps from the target
+            network (5; 3 in classic_r2d2.gin).
+        `target_update_period`: gradient steps between copies of the online weights to the target network
+            (2500; 100 in classic_r2d2.gin).
+        `max_gradient_norm`: the global norm the gradient is clipped to (80; 40 in classic_r2d2.gin).
+        `priority_eta`: a sequence's new priority is eta * max |TD error| + (1 - eta) * mean |TD error|
+            over its steps (0.9).
+        `jit_compile`: have XLA compile the whole update (False, as for V-trace: slower on CPU);
+            learner/agents/gradient_step.py says when that pays.
+    """
 
     def __init__(self, online: DuelingQNetwork, target: DuelingQNetwork, optimizer, burn_in: int,
                  discount: float = 0.997, n_steps: int = 5, target_update_period: int = 2500,

@@ -29,23 +29,32 @@ log = logging.getLogger(__name__)
 @register
 @gin.configurable(denylist=["context"])
 class VTraceAgent:
-    """Unrolls go through a bounded queue: when training falls behind, inference
-    blocks on it, which keeps the policy lag at most `unroll_queue_capacity` unrolls.
+    """Unrolls go through a bounded queue: when training falls behind, inference blocks on it.
+    The frame counter counts the fresh frames each update consumed (the first one's include the
+    replays' fill).
 
-    `sources` mixes replayed unrolls into each batch (learner/data/unroll_replay.py): a
-    `{kind: ratio}` mapping whose ratios sum to 1, kinds 'queue' (fresh unrolls, each
-    used once) and 'uniform' (a FIFO replay of `replay_capacity` whole unrolls; about
-    0.6 MB each on Atari). `{'queue': 0.5, 'uniform': 0.5}` trains every environment
-    step about twice. Training starts once the replays hold `min_replay_unrolls`. The frame
-    counter counts the fresh frames each update consumed (the first one's include the fill).
-
-    `checkpoint_replay` saves the replays of a mix beside every checkpoint and restores them on
-    resume (as R2D2Agent's), instead of refilling them.
-
-    `epochs` passes over each batch, each in `minibatches` shuffled minibatches of whole unrolls
-    (`batch_size` must divide by it), so a batch makes epochs x minibatches gradient steps, as PPO
-    does; pair several epochs with `VTraceLoss.clip_epsilon`. The learning-rate schedule counts
-    those gradient steps.
+    Settings:
+        `unroll_length`: agent steps per unroll (20); each unroll also holds the step after its last,
+            which the V-trace targets bootstrap from.
+        `batch_size`: unrolls per batch (32; 8 in classic_vtrace.gin); a multiple of `minibatches`, and each
+            minibatch a multiple of the replica count under a distribution strategy.
+        `unroll_queue_capacity`: fresh unrolls the queue holds (64), which keeps the policy lag at most
+            that many unrolls; at least the fresh unrolls of one batch.
+        `sources`: where each batch comes from (learner/data/unroll_replay.py), a `{kind: ratio}` mapping
+            whose ratios sum to 1, kinds 'queue' (fresh unrolls, each used once) and 'uniform' (a FIFO
+            replay of whole unrolls, sampled uniformly) (None: `{'queue': 1.0}`, fresh unrolls only).
+            `{'queue': 0.5, 'uniform': 0.5}` trains every environment step about twice.
+        `replay_capacity`: unrolls each replay holds, the oldest overwritten (1024; about 0.6 MB each on
+            Atari); unused without a replay source.
+        `min_replay_unrolls`: unrolls every replay holds before training starts (64); at most
+            `replay_capacity`.
+        `epochs`: passes over each batch (1; 4 in atari_vtrace.gin); pair several with
+            `VTraceLoss.clip_epsilon`.
+        `minibatches`: shuffled minibatches of whole unrolls per pass, each one gradient step (1; 4 in
+            atari_vtrace.gin). A batch makes epochs x minibatches gradient steps, as PPO does, and the
+            learning-rate schedule counts those steps.
+        `checkpoint_replay`: save the replays of a mix beside every checkpoint and restore them on resume
+            (as R2D2Agent's), instead of refilling them (False).
     """
 
     supports_strategy = True
@@ -70,7 +79,8 @@ class VTraceAgent:
                              f"minibatches={minibatches}) do not split over {replicas} replicas; make "
                              "batch_size / minibatches a multiple of the replica count")
         self.queue = UnrollQueue(unroll_queue_capacity)
-        self.data = UnrollMix(self.queue, sources or {"queue": 1.0}, batch_size, replay_capacity, min_replay_unrolls)
+        self.data = UnrollMix(self.queue, sources or {"queue": 1.0}, batch_size, replay_capacity, min_replay_unrolls,
+                              seed=np.random.randint(2 ** 31))  # run_learner.seed seeds numpy's generator
         self.frames_per_unroll = unroll_length * spec.frames_per_step
         # The fresh frames of a mixed batch (the learning-rate schedule and benchmarks count by it).
         self.frames_per_update = self.data.fresh_per_batch * self.frames_per_unroll

@@ -25,15 +25,27 @@ class VTraceLoss:
                  clip_c_threshold: float = 1.0, clip_pg_rho_threshold: float = 1.0,
                  baseline_cost: float = 0.5, entropy_cost: float = 0.01, normalize_advantages: bool = False,
                  clip_epsilon: float = 0.0):
-        """`normalize_advantages` divides the policy-gradient advantages by their standard deviation
-        over the batch's valid steps (as PPO does), so the policy term's scale no longer follows the
-        reward scale and `entropy_cost` weighs against a term of size ~1. Under a distribution
-        strategy each replica normalises by its own share's deviation.
+        """The loss's coefficients; rho = pi/mu is the ratio of the learner's policy to the one that acted.
 
-        `clip_epsilon` > 0 replaces IMPALA's policy gradient by PPO's clipped surrogate on the V-trace
-        advantages (as APPO does): the ratio pi/mu weighs each step and is clipped to 1 +- epsilon, so
-        several epochs over one batch (`VTraceAgent.epochs`) cannot push the policy far from the one
-        that acted. The value targets stay V-trace's. 0 keeps IMPALA's loss."""
+        Settings:
+            `discount`: gamma per agent step (0.99); 0 past a termination, a truncation bootstraps.
+            `lambda_`: V-trace's lambda, scaling the traces c (1.0: IMPALA's targets; 0.95 in
+                atari_vtrace.gin).
+            `clip_rho_threshold`: rho-bar, the clip of rho in the value targets' temporal differences (1.0).
+            `clip_c_threshold`: c-bar, the clip of rho in the traces that carry later errors back (1.0).
+            `clip_pg_rho_threshold`: the clip of rho weighing IMPALA's policy-gradient advantages (1.0);
+                unused with `clip_epsilon` > 0.
+            `baseline_cost`: weight of the baseline loss 1/2 E[(v_s - V(x_s))^2] in the total (0.5).
+            `entropy_cost`: weight of the entropy bonus, which keeps the policy exploring (0.01).
+            `normalize_advantages`: divide the policy-gradient advantages by their standard deviation over
+                the batch's valid steps, as PPO does (False; True in atari_vtrace.gin), so the policy term's
+                scale no longer follows the reward scale and `entropy_cost` weighs against a term of size ~1.
+                Under a distribution strategy each replica normalises by its own share's deviation.
+            `clip_epsilon`: above 0, PPO's clipped surrogate on the V-trace advantages replaces IMPALA's
+                policy gradient (as APPO does): rho weighs each step and is clipped to 1 +- epsilon, so
+                several epochs over one batch (`VTraceAgent.epochs`) cannot push the policy far from the one
+                that acted; the value targets stay V-trace's (0.0: IMPALA's loss; 0.1 in atari_vtrace.gin).
+        """
         require_fraction("VTraceLoss", discount=discount, lambda_=lambda_, clip_epsilon=clip_epsilon)
         require_non_negative("VTraceLoss", clip_rho_threshold=clip_rho_threshold, clip_c_threshold=clip_c_threshold,
                              clip_pg_rho_threshold=clip_pg_rho_threshold, baseline_cost=baseline_cost,
@@ -85,7 +97,7 @@ class VTraceLoss:
                        "valid_steps": tf.reduce_sum(valid)}
 
 
-@gin.configurable
+@gin.configurable(denylist=["agent", "optimizer", "loss", "strategy"])
 class VTraceTrainer:
     """Owns the update's tf.function; the agent's variables are the ones inference reads.
 
@@ -94,8 +106,10 @@ class VTraceTrainer:
     the whole batch's gradient, then clipped and checked once, so all replicas
     take the same decision and the same step.
 
-    `max_gradient_norm` clips the combined gradient's global norm; `jit_compile` has XLA
-    compile the whole update (learner/agents/gradient_step.py says when that pays).
+    Settings:
+        `max_gradient_norm`: the global norm the combined gradient is clipped to (40; 0.5 in atari_vtrace.gin).
+        `jit_compile`: have XLA compile the whole update, on one device only (False: on CPU it made the
+            update 2x slower); learner/agents/gradient_step.py says when that pays, benchmarks/xla.py measures it.
     """
 
     def __init__(self, agent: ActorCriticNetwork, optimizer, loss: VTraceLoss = None,

@@ -42,3 +42,14 @@ def test_a_skipped_update_leaves_the_priorities_as_they_were():
     total = agent.replay.tree.total
     metrics, _ = agent.update(batch)
     assert not metrics["update_applied"] and agent.replay.tree.total == total and agent.replay.max_priority == 1.0
+
+
+def test_the_learning_rate_schedule_spans_the_run_at_the_replay_ratio():
+    agent = R2D2Agent(AgentContext(EnvSpec((4,), "float32", 2, 4), 1, 4, 1_000_000, threading.Event()),
+                      unroll_length=10, burn_in=2, batch_size=8, replay_ratio=2.0, replay_capacity_steps=400,
+                      num_eval_envs=0)
+    from learner.optimizers import current_learning_rate
+    start = current_learning_rate(agent.optimizer)
+    # 1M frames / 4 per step / 10 steps per sequence x 2 samples per insert / 8 per batch = 6250 steps
+    agent.optimizer.iterations.assign(3125)
+    assert current_learning_rate(agent.optimizer) == pytest.approx(start / 2)
