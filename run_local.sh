@@ -46,23 +46,39 @@ fi
 
 GAME="" LOGDIR="" NEW=0 TENSORBOARD=0
 GIN_ARGS=(--gin_config "$CONFIG")
+CONFIGS=("$CONFIG")
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --game) GAME=${2:?--game needs a name}; shift 2 ;;
     --logdir) LOGDIR=${2:?--logdir needs a directory}; shift 2 ;;
     --new) NEW=1; shift ;;
     --tensorboard) TENSORBOARD=1; shift ;;
-    --gin_config) GIN_ARGS+=(--gin_config "${2:?--gin_config needs a file}"); shift 2 ;;
-    --gin_bindings) GIN_ARGS+=(--gin_bindings "${2:?--gin_bindings needs a binding}"); shift 2 ;;
+    --gin_config) GIN_ARGS+=(--gin_config "${2:?--gin_config needs a file}"); CONFIGS+=("$2"); shift 2 ;;
+    --gin_bindings)
+      BINDING=${2:?--gin_bindings needs a binding}; shift 2
+      # The game names the run directory: it comes from --game (or a GAME binding) only.
+      if [[ "$BINDING" =~ ^[[:space:]]*GAME[[:space:]]*=[[:space:]]*[\'\"]([^\'\"]*)[\'\"][[:space:]]*$ ]]; then
+        GAME=${BASH_REMATCH[1]}; continue
+      fi
+      [[ "$BINDING" =~ ^[[:space:]]*[A-Za-z_]+\.(game|env_id)[[:space:]]*= ]] && \
+        die "'$BINDING' would train another game than the run directory says; use --game NAME"
+      GIN_ARGS+=(--gin_bindings "$BINDING") ;;
     -h|--help) usage 0 ;;
     *) die "unknown option '$1' (see ./run_local.sh --help)" ;;
   esac
 done
-# Every env family's config names its game or task in the GAME macro (seed/envs/).
-DEFAULT_GAME=$(sed -n "s/^GAME = '\([^']*\)'.*/\1/p" "$CONFIG")
-[[ -n "$DEFAULT_GAME" ]] || die "$CONFIG sets no GAME macro (GAME = 'Name'); every env family's config needs one"
-GAME=${GAME:-$DEFAULT_GAME}
-GIN_ARGS+=(--gin_bindings "GAME='$GAME'")
+# Every env family's config names its game or task in the GAME macro (seed/envs/); the last
+# config file that sets it wins, as in gin, unless --game (or a GAME binding) names one.
+if [[ -n "$GAME" ]]; then
+  GIN_ARGS+=(--gin_bindings "GAME='$GAME'")
+else
+  for file in "${CONFIGS[@]}"; do
+    [[ -f "$file" ]] || file="seed/configs/$(basename "$file")"  # a bare name, as gin_setup resolves it
+    FOUND=$(sed -n "s/^GAME = '\([^']*\)'.*/\1/p" "$file" 2>/dev/null | tail -n 1 || true)
+    GAME=${FOUND:-$GAME}
+  done
+  [[ -n "$GAME" ]] || die "$CONFIG sets no GAME macro (GAME = 'Name'); every env family's config needs one"
+fi
 GIN_ARGS+=(--gin_bindings "run_actor.num_envs=$ENVS_PER_ACTOR")
 
 # --- --docker: build the image and run this same command inside it

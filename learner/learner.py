@@ -13,8 +13,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from learner.agents import AGENTS, AgentContext, VTraceAgent
-from learner.agents.base import action_kind
+from learner.agents import AgentContext, VTraceAgent
+from learner.agents.base import action_kind, agents_that
 from learner.batcher import InferenceBatcher
 from learner.checkpoints import Checkpointer
 from learner.distribution import create_strategy
@@ -254,7 +254,7 @@ def run_learner(logdir: str, address: str, stop: threading.Event, *, agent=VTrac
             reported returns stay raw. atari_r2d2.gin sets 'none': R2D2 rescales values instead.
         `total_environment_frames`: the frame budget, in env frames (agent steps x frame_skip) that updates
             account for (200M; 1M in classic_*.gin): V-trace's fresh frames trained on, R2D2's frames
-            inserted into replay. V-trace's learning-rate schedule spans it.
+            inserted into replay. Both agents' learning-rate schedules span it.
         `max_env_slots`: most envs connected at once over all actors, each holding a slot of frame stacks,
             core state and a partial unroll (256); an actor whose envs find no free slots is refused.
         `max_actors`: most actor streams at once (64); more are refused with RESOURCE_EXHAUSTED and retry.
@@ -307,12 +307,12 @@ def run_learner(logdir: str, address: str, stop: threading.Event, *, agent=VTrac
     spec = seed_envs.env_spec()
     log.info("env: %s, %d frames per agent step", spec.describe(), spec.frames_per_step)
     if strategy is not tf.distribute.get_strategy() and not agent.supports_strategy:
-        supported = ", ".join(f"@{name}" for name, cls in sorted(AGENTS.items()) if cls.supports_strategy)
+        supported = agents_that(lambda cls: cls.supports_strategy)
         raise ValueError(f"create_strategy.kind: {agent.__name__} trains on one device only; "
                          f"distributed training supports {supported}")
     kind = action_kind(spec)
     if kind not in agent.action_kinds:
-        takers = ", ".join(f"@{name}" for name, cls in sorted(AGENTS.items()) if kind in cls.action_kinds)
+        takers = agents_that(lambda cls: kind in cls.action_kinds)
         raise ValueError(f"run_learner.agent: {agent.__name__} acts in {' or '.join(agent.action_kinds)} "
                          f"action spaces; this env has {spec.action.describe()} (agents for them: "
                          f"{takers or 'none yet'})")

@@ -11,9 +11,9 @@ from typing import NamedTuple
 import numpy as np
 
 from seed import seed_pb2
-from seed.specs import ActionSpec, EnvSpec
+from seed.specs import DISCRETE_ACTION_DTYPE, ActionSpec, EnvSpec
 
-ACTION_DTYPE = np.dtype("<i4")  # discrete actions; continuous ones are float32 (ActionSpec.wire_dtype)
+ACTION_DTYPE = DISCRETE_ACTION_DTYPE  # continuous actions are float32 (ActionSpec.wire_dtype)
 REWARD_DTYPE = np.dtype("<f4")
 FLAG_DTYPE = np.dtype("u1")
 
@@ -71,6 +71,9 @@ def spec_mismatch(hello: seed_pb2.Hello, spec: EnvSpec) -> str:
     actions = hello_action_spec(hello)
     if not _same_actions(actions, spec.action):
         problems.append(f"{actions.describe()} != learner's {spec.action.describe()}")
+    if hello.HasField("action_spec") and hello.num_actions != actions.num_actions:
+        problems.append(f"num_actions {hello.num_actions} disagrees with the Hello's own action spec "
+                        f"({actions.describe()})")
     if hello.num_envs <= 0:
         problems.append(f"num_envs must be positive, got {hello.num_envs}")
     if not 0 <= hello.num_env_groups <= max(hello.num_envs, 1):

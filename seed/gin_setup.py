@@ -4,10 +4,11 @@ Both roles read the same config files, but the actor must not import the
 learner's modules (they pull in TensorFlow), so it cannot know the learner's
 configurables. It parses with `skip_unknown=True`: bindings of configurables it
 does not register are skipped, while a misspelt setting of one it does register
-(`create_atari_envs.gmae`) still fails at start. The learner registers every
-configurable (its own, each registered agent's and the actor's) and parses
-without skipping, so it refuses a misspelt configurable name; a run does not
-start with one.
+(`create_atari_envs.gmae`) still fails at start, and so does a name within a
+few letters of one it registers (`run_actr.num_envs`). The learner registers
+every configurable (its own, each registered agent's and the actor's) and
+parses without skipping, so it refuses any misspelt configurable name; a run
+whose actors and learner get the same bindings does not start with one.
 """
 import argparse
 import difflib
@@ -48,6 +49,9 @@ def parse(config_files: Sequence[str], bindings: Iterable[str], skip_unknown: bo
     """Parses configs, then each binding, then finalizes; exits with one line on a bad file or binding.
     `skip_unknown` skips settings of configurables this process does not register (the actor's case)."""
     gin.add_config_file_search_path(str(CONFIG_DIR))
+    if skip_unknown:
+        _refuse_near_misses([(resolve_config_path(name), None) for name in config_files] +
+                            [(None, binding) for binding in bindings])
     for name in config_files:
         path = resolve_config_path(name)
         try:
@@ -69,6 +73,21 @@ def parse(config_files: Sequence[str], bindings: Iterable[str], skip_unknown: bo
 
 
 _GIN_ERRORS = (ValueError, KeyError, SyntaxError, TypeError)
+_SELECTOR = re.compile(r"^\s*([A-Za-z_][\w./]*)\.[A-Za-z_]\w*\s*=", re.M)
+
+
+def _refuse_near_misses(sources) -> None:
+    """Skipping unknown configurables must not skip a misspelt name of one this process registers
+    (`run_actr.num_envs`): such a name, within a few letters of a registered one, fails here."""
+    registered = {name.split(".")[-1] for name in _registered_names()}
+    for path, binding in sources:
+        text = binding if path is None else pathlib.Path(path).read_text()
+        for selector in _SELECTOR.findall(text):
+            name = selector.split("/")[-1].split(".")[-1]
+            guess = difflib.get_close_matches(name, sorted(registered), n=1, cutoff=0.85)
+            if name not in registered and guess:
+                what = f"bad gin binding {binding!r}" if path is None else f"bad gin configuration (in {path})"
+                raise SystemExit(f"error: {what}: No configurable matching '{name}'; did you mean '{guess[0]}'?")
 
 
 def _fail(what: str, error: Exception, where: str = "") -> None:

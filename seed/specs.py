@@ -5,6 +5,10 @@ from typing import Optional, Tuple
 import numpy as np
 
 
+DISCRETE_ACTION_DTYPE = np.dtype("<i4")
+CONTINUOUS_ACTION_DTYPE = np.dtype("<f4")
+
+
 @dataclasses.dataclass(frozen=True)
 class ActionSpec:
     """An env's actions: discrete (`num_actions` > 0; int32 on the wire) or continuous (`shape`,
@@ -32,7 +36,7 @@ class ActionSpec:
 
     @property
     def wire_dtype(self) -> np.dtype:
-        return np.dtype("<i4") if self.is_discrete else np.dtype("<f4")
+        return DISCRETE_ACTION_DTYPE if self.is_discrete else CONTINUOUS_ACTION_DTYPE
 
     @property
     def wire_shape(self) -> Tuple[int, ...]:
@@ -40,8 +44,10 @@ class ActionSpec:
         return () if self.is_discrete else self.shape
 
     def describe(self) -> str:
-        if self.is_discrete:
+        if self.is_discrete and not (self.shape or self.low or self.high):
             return f"{self.num_actions} actions"
+        if self.is_discrete:  # only a malformed spec from a bad actor has both
+            return f"{self.num_actions} actions with shape {self.shape} and bounds {self.low}, {self.high}"
         shape = "x".join(str(d) for d in self.shape) or "scalar"
         return f"continuous {shape} actions in [{min(self.low, default=0):g}, {max(self.high, default=0):g}]"
 

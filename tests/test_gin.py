@@ -34,6 +34,10 @@ def test_a_misspelt_configurable_name_stops_the_learner_and_the_actor_skips_only
         with pytest.raises(SystemExit, match="did you mean 'num_envs'"):
             gin.clear_config()
             gin_setup.parse(["classic_vtrace.gin"], ["run_actor.num_env=2"], skip_unknown=True)
+        gin.clear_config()
+        with pytest.raises(SystemExit, match=r"bad gin binding 'run_actr.num_envs=2': No configurable matching "
+                                             r"'run_actr'; did you mean 'run_actor'\?"):
+            gin_setup.parse(["classic_vtrace.gin"], ["run_actr.num_envs=2"], skip_unknown=True)
     finally:
         gin.clear_config()
 

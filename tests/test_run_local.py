@@ -109,6 +109,19 @@ def test_bad_arguments_fail_with_a_one_line_reason():
     assert result.returncode == 2 and "NUM_ACTORS must be a positive integer" in result.stderr
 
 
+def test_a_game_binding_names_the_run_and_a_binding_of_the_game_setting_itself_is_refused():
+    # The env id does not exist, so the learner stops at start, after the run directory is named.
+    result = subprocess.run(["./run_local.sh", "classic", "vtrace", "1", "1", "--new", "--gin_bindings",
+                             "GAME='SeedNoSuchEnv-v1'"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    assert "run directory runs/SeedNoSuchEnv-v1_vtrace_" in result.stderr and result.returncode != 0, result.stderr
+    assert "cannot make gymnasium env 'SeedNoSuchEnv-v1'" in result.stderr  # the binding reached the env
+    result = subprocess.run(["./run_local.sh", "classic", "vtrace", "1", "1", "--gin_bindings",
+                             "create_gym_envs.env_id='Acrobot-v1'"], cwd=REPO_ROOT, capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 2 and "would train another game than the run directory says; use --game" in \
+        result.stderr
+
+
 def test_the_run_stops_with_the_reason_when_every_actor_has_given_up(tmp_path):
     """Before, the learner waited for ever for the actors it had refused."""
     run = subprocess.Popen(["./run_local.sh", "classic", "vtrace", "1", "300", "--logdir", str(tmp_path)],

@@ -122,6 +122,17 @@ class Agent(Protocol):
 AGENTS: Dict[str, type] = {}
 
 
+def agents_that(predicate: Callable[[type], bool]) -> str:
+    """'@A, @B': the registered agents for which `predicate(cls)` holds, for error messages."""
+    return ", ".join(f"@{name}" for name, cls in sorted(AGENTS.items()) if predicate(cls))
+
+
+def numpy_seed() -> int:
+    """A seed for an agent's own generator, drawn from numpy's global one, which run_learner.seed
+    seeds: a seeded run samples its replays and minibatches the same way again."""
+    return int(np.random.randint(2 ** 31))
+
+
 def action_kind(spec: EnvSpec) -> str:
     return "discrete" if spec.action.is_discrete else "continuous"
 

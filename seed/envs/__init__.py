@@ -9,7 +9,6 @@ action and returns the new episode's first observation with reward 0. The
 learner recognises that step from the previous step's end flags; actors do
 nothing special.
 """
-import dataclasses
 from typing import Callable, Dict, Optional, Tuple
 
 import gin
@@ -46,23 +45,16 @@ class ActorEnvs:
         self._env.close()
 
 
-@dataclasses.dataclass(frozen=True)
-class EnvFamily:
-    """An env family: `factory(num_envs)` makes an ActorEnvs; `game_parameter` is the factory's
-    setting that picks the game or task, which a family's configs bind to the GAME macro
-    (`create_atari_envs.game = %GAME`), so `--game` is one binding, `GAME='Breakout'`, in every family."""
-    name: str
-    factory: Callable[..., "ActorEnvs"]
-    game_parameter: str
+# Family name -> its gin-configurable factory(num_envs, ...). A family's configs bind its game or
+# task setting to the GAME macro (`create_atari_envs.game = %GAME`), so `--game` is one binding,
+# GAME='Breakout', in every family.
+FAMILIES: Dict[str, Callable[..., "ActorEnvs"]] = {}
 
 
-FAMILIES: Dict[str, EnvFamily] = {}
-
-
-def register_family(name: str, game_parameter: str):
+def register_family(name: str):
     """Decorator for a family's gin-configurable factory."""
     def register(factory):
-        FAMILIES[name] = EnvFamily(name, factory, game_parameter)
+        FAMILIES[name] = factory
         return factory
     return register
 
@@ -75,7 +67,7 @@ def create_envs(num_envs: int, factory=None) -> ActorEnvs:
         `factory`: the family's gin-configurable factory, called with `num_envs` (None: `create_gym_envs`);
             the Atari configs set `@create_atari_envs`.
     """
-    return (factory or FAMILIES["gym"].factory)(num_envs)
+    return (factory or FAMILIES["gym"])(num_envs)
 
 
 def env_spec() -> EnvSpec:

@@ -19,7 +19,7 @@ def ale_rom_id(game: str) -> str:
     return rom_id
 
 
-@register_family("atari", game_parameter="create_atari_envs.game")
+@register_family("atari")
 @gin.configurable
 def create_atari_envs(num_envs: int,
                       game: str = "Pong",

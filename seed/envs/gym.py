@@ -8,7 +8,7 @@ from seed.envs import ActorEnvs, register_family
 from seed.specs import ActionSpec, EnvSpec
 
 
-@register_family("gym", game_parameter="create_gym_envs.env_id")
+@register_family("gym")
 @gin.configurable
 def create_gym_envs(num_envs: int, env_id: str = "CartPole-v1") -> ActorEnvs:
     """`num_envs` copies of one gymnasium env, stepped together in one process (a sync vector env).

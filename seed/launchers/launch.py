@@ -24,7 +24,7 @@ from typing import List
 from seed.launchers.cluster import ClusterError, ClusterRole, local_path, resolve_role
 from seed.process import setup_logging, stop_on_signals
 
-log = logging.getLogger("seed.launch")
+log = logging.getLogger("seed.launchers.launch")
 
 
 def role_commands(role: ClusterRole, gin_args: List[str], logdir: str, actors_per_replica: int,

@@ -21,7 +21,7 @@ import sys
 import time
 from typing import Dict, List, Optional
 
-log = logging.getLogger("seed.ray")
+log = logging.getLogger("seed.launchers.ray_launch")
 
 
 def _ray():

@@ -96,3 +96,12 @@ def test_continuous_actions_round_trip_as_float32_of_their_shape():
     np.testing.assert_allclose(decoded, actions, rtol=1e-6)
     with pytest.raises(codec.ProtocolError, match=r"actions: got 96 bytes, expected 72 \(3x2x3 float32\)"):
         codec.decode_actions(wire.actions, 3, ARM.action)
+
+
+def test_a_hello_whose_num_actions_disagrees_with_its_own_action_spec_is_a_mismatch():
+    hello = hello_over_the_wire(ATARI)
+    hello.num_actions = 4
+    assert "num_actions 4 disagrees with the Hello's own action spec (6 actions)" in codec.spec_mismatch(hello, ATARI)
+    hello = hello_over_the_wire(ATARI)
+    hello.action_spec.shape.append(2)  # discrete with a shape: described, not equal
+    assert "6 actions with shape (2,)" in codec.spec_mismatch(hello, ATARI)

@@ -10,7 +10,7 @@ import gin
 import numpy as np
 import tensorflow as tf
 
-from learner.agents.base import AgentContext, EvaluationPolicy, register
+from learner.agents.base import AgentContext, EvaluationPolicy, numpy_seed, register
 from learner.agents.r2d2.training import R2D2Trainer
 from learner.checkpoints import write_arrays_atomically
 from learner.inference import batched_policy
@@ -132,7 +132,7 @@ class R2D2Agent:
         self.replay = SequenceReplay(capacity, sequence_steps, unroll_length, spec.observation_shape,
                                      spec.observation_dtype, num_stacked_frames, self.network.state_size,
                                      priority_exponent, importance_exponent,
-                                     seed=np.random.randint(2 ** 31) if seed is None else seed)
+                                     seed=numpy_seed() if seed is None else seed)
         self.sequences = UnrollStore(max_slots, sequence_steps - (history + burn_in + 1), {
             "frame_pos": ((), "int64"), "first": ((), "bool"), "terminated": ((), "bool"),
             "truncated": ((), "bool"), "reward": ((), "float32"), "action": ((), "int32"),

@@ -8,18 +8,17 @@ import gin
 import numpy as np
 import tensorflow as tf
 
-from learner.agents.base import AgentContext, EvaluationPolicy, register
+from learner.agents.base import AgentContext, EvaluationPolicy, numpy_seed, register
 from learner.agents.vtrace.training import VTraceTrainer
 from learner.batcher import LearnerStopped
 from learner.checkpoints import write_arrays_atomically
-from learner.inference import batched_policy
-from learner.optimizers import create_optimizer
-from learner.slots import StepInputs
 from learner.data.unroll_replay import UnrollMix
 from learner.data.unrolls import UnrollQueue, UnrollStore
-from learner.agents.vtrace.training import VTraceTrainer
-from seed.codec import EnvStepBatch
+from learner.inference import batched_policy
 from learner.networks import ActorCriticNetwork, EnvOutput
+from learner.optimizers import create_optimizer
+from learner.slots import StepInputs
+from seed.codec import EnvStepBatch
 from seed.settings import require_positive
 from seed.specs import EnvSpec
 
@@ -80,7 +79,7 @@ class VTraceAgent:
                              "batch_size / minibatches a multiple of the replica count")
         self.queue = UnrollQueue(unroll_queue_capacity)
         self.data = UnrollMix(self.queue, sources or {"queue": 1.0}, batch_size, replay_capacity, min_replay_unrolls,
-                              seed=np.random.randint(2 ** 31))  # run_learner.seed seeds numpy's generator
+                              seed=numpy_seed())
         self.frames_per_unroll = unroll_length * spec.frames_per_step
         # The fresh frames of a mixed batch (the learning-rate schedule and benchmarks count by it).
         self.frames_per_update = self.data.fresh_per_batch * self.frames_per_unroll
@@ -92,7 +91,7 @@ class VTraceAgent:
         self.batch_size = batch_size
         self.epochs = epochs
         self.minibatches = minibatches
-        self._shuffle = np.random.default_rng(np.random.randint(2 ** 31))  # run_learner.seed seeds numpy
+        self._shuffle = np.random.default_rng(numpy_seed())  # run_learner.seed seeds numpy
         fields = {
             "observation": (self.network.observation_shape, spec.observation_dtype),
             "reward": ((), "float32"), "first": ((), "bool"), "terminated": ((), "bool"),

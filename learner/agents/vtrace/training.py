@@ -97,7 +97,7 @@ class VTraceLoss:
                        "valid_steps": tf.reduce_sum(valid)}
 
 
-@gin.configurable(denylist=["agent", "optimizer", "loss", "strategy"])
+@gin.configurable(denylist=["agent", "optimizer", "strategy"])
 class VTraceTrainer:
     """Owns the update's tf.function; the agent's variables are the ones inference reads.
 
@@ -107,6 +107,8 @@ class VTraceTrainer:
     take the same decision and the same step.
 
     Settings:
+        `loss`: the VTraceLoss to minimise (None: a VTraceLoss built with its own bindings; runs saved
+            before the agent folders record `VTraceTrainer.loss = None`, so it stays settable).
         `max_gradient_norm`: the global norm the combined gradient is clipped to (40; 0.5 in atari_vtrace.gin).
         `jit_compile`: have XLA compile the whole update, on one device only (False: on CPU it made the
             update 2x slower); learner/agents/gradient_step.py says when that pays, benchmarks/xla.py measures it.
