@@ -87,12 +87,16 @@ if [[ $DOCKER == 1 ]]; then
   command -v "$ENGINE" >/dev/null || die "--docker needs '$ENGINE' on PATH (install Docker, or set SEED_CONTAINER_ENGINE=podman)"
   "$ENGINE" info >/dev/null 2>&1 || die "--docker: '$ENGINE' cannot reach a container engine (is the daemon running?); without --docker the job runs natively"
   IMAGE=${SEED_IMAGE:-seed:cpu}
+  # Extra engine arguments, split on spaces: SEED_BUILD_ARGS for the build (an offline base image and
+  # wheels: docker/build_offline.sh), SEED_RUN_ARGS for the run (e.g. --network host).
+  read -ra BUILD_ARGS <<< "${SEED_BUILD_ARGS:-}"
+  read -ra RUN_ARGS <<< "${SEED_RUN_ARGS:-}"
   echo "run_local.sh: building $IMAGE from docker/Dockerfile" >&2
-  "$ENGINE" build -f docker/Dockerfile -t "$IMAGE" .
+  "$ENGINE" build "${BUILD_ARGS[@]}" -f docker/Dockerfile -t "$IMAGE" .
   mkdir -p runs
   TTY=(); [[ -t 0 ]] && TTY=(-it)
   # --init forwards Ctrl-C to run_local.sh inside; runs/ stays on the host, owned by this user.
-  exec "$ENGINE" run --rm --init "${TTY[@]}" --user "$(id -u):$(id -g)" -e HOME=/tmp \
+  exec "$ENGINE" run --rm --init "${TTY[@]}" "${RUN_ARGS[@]}" --user "$(id -u):$(id -g)" -e HOME=/tmp \
     -v "$PWD/runs:/app/runs" "$IMAGE" ./run_local.sh "${ARGS[@]}"
 fi
 
@@ -104,9 +108,9 @@ elif [[ ! -x .venv/bin/python ]]; then
   echo "run_local.sh: creating .venv (first run; installs TensorFlow, ale-py, ... once)" >&2
   "$PYTHON_BIN" -m venv .venv
 fi
-STAMP=.venv/.seed-installed
-WANT=$(cat setup.cfg pyproject.toml | cksum)
-if [[ "${SEED_NO_VENV:-0}" != 1 ]]; then
+if [[ "${SEED_NO_VENV:-0}" != 1 ]]; then  # (an image has seed installed and no setup.cfg)
+  STAMP=.venv/.seed-installed
+  WANT=$(cat setup.cfg pyproject.toml | cksum)
   if [[ ! -f "$STAMP" || "$(cat "$STAMP")" != "$WANT" ]]; then
     .venv/bin/python -m pip install -q --upgrade pip >&2
     .venv/bin/python -m pip install -q -e . >&2

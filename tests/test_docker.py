@@ -70,3 +70,19 @@ def test_run_local_docker_without_an_engine_says_so(tmp_path):
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and "--docker needs" in result.stderr
+
+
+def test_run_local_runs_from_an_image_like_directory_without_setup_cfg(tmp_path):
+    """The image holds run_local.sh and seed/configs in /app, seed installed, no setup.cfg: the
+    script must not need the source tree there (a real podman build found that it did)."""
+    app = tmp_path / "app"
+    shutil.copytree(REPO_ROOT / "seed" / "configs", app / "seed" / "configs")
+    shutil.copy(REPO_ROOT / "run_local.sh", app / "run_local.sh")
+    env = dict(os.environ, SEED_NO_VENV="1", SEED_PYTHON=sys.executable)
+    result = subprocess.run(["./run_local.sh", "classic", "vtrace", "1", "2", "--gin_bindings",
+                             "run_learner.total_environment_frames=3000"], cwd=app, env=env, capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "stopped; the last checkpoint holds" in result.stderr
+    (run,) = (app / "runs").iterdir()
+    assert (run / "checkpoints" / "latest.json").exists()
