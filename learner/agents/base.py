@@ -17,8 +17,8 @@ One training loop serves every agent. The learner drives an agent from three thr
     agent.data_metrics(), agent.describe_data(), agent.optimizer's learning rate
 
 Adding an agent is one folder under learner/agents/ whose `agent.py` defines a class that
-satisfies `Agent` and is decorated with `@register` (its gin configurables are registered when
-learner/agents/__init__.py imports it: one line there), and one gin file under seed/configs/.
+satisfies `Agent` and is decorated with `@register` (learner/agents/__init__.py imports every
+folder's agent.py, which registers it and its gin configurables), and one gin file under seed/configs/.
 """
 import dataclasses
 import threading
