@@ -47,11 +47,6 @@ class AgentContext:
     stop: threading.Event
     strategy: Optional[tf.distribute.Strategy] = None
 
-    @property
-    def observation_shape(self) -> Tuple[int, ...]:
-        """The stacked observation the networks see: [*spec.observation_shape, num_stacked_frames]."""
-        return (*self.spec.observation_shape, self.num_stacked_frames)
-
     def distribution_strategy(self) -> tf.distribute.Strategy:
         return self.strategy or tf.distribute.get_strategy()
 

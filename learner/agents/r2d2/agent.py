@@ -114,9 +114,8 @@ class R2D2Agent:
         if num_eval_envs >= max_slots:
             raise ValueError(f"R2D2Agent.num_eval_envs ({num_eval_envs}) must be below run_learner.max_env_slots "
                              f"({max_slots}): evaluation envs take the lowest slots, the rest train")
-        shape = (*spec.observation_shape, num_stacked_frames)
-        self.network = DuelingQNetwork(spec.num_actions, shape, spec.observation_dtype)
-        self.target_network = DuelingQNetwork(spec.num_actions, shape, spec.observation_dtype)
+        self.network = self.build_network(spec, num_stacked_frames)
+        self.target_network = self.build_network(spec, num_stacked_frames)
         # The schedule's horizon: gradient steps over the run at the replay ratio (sequences sampled per
         # sequence inserted), each sampling batch_size sequences of unroll_length new agent steps.
         self.optimizer = create_optimizer(num_training_steps=int(
@@ -159,9 +158,11 @@ class R2D2Agent:
     @classmethod
     def evaluation_policy(cls, spec: EnvSpec, num_stacked_frames: int) -> EvaluationPolicy:
         """The action of the highest Q-value."""
-        network = DuelingQNetwork(spec.num_actions, (*spec.observation_shape, num_stacked_frames),
-                                  spec.observation_dtype)
-        return EvaluationPolicy(network, lambda q_values: q_values)
+        return EvaluationPolicy(cls.build_network(spec, num_stacked_frames), lambda q_values: q_values)
+
+    @staticmethod
+    def build_network(spec: EnvSpec, num_stacked_frames: int) -> DuelingQNetwork:
+        return DuelingQNetwork(spec.num_actions, (*spec.observation_shape, num_stacked_frames), spec.observation_dtype)
 
     def _check_memory(self, capacity: int, sequence_steps: int, spec: EnvSpec) -> None:
         frames = int(capacity * self.unroll_length * 1.125) + sequence_steps

@@ -84,7 +84,7 @@ class VTraceAgent:
         # The fresh frames of a mixed batch (the learning-rate schedule and benchmarks count by it).
         self.frames_per_update = self.data.fresh_per_batch * self.frames_per_unroll
         with strategy.scope():  # mirrored variables when training on several replicas
-            self.network = ActorCriticNetwork(spec.num_actions, context.observation_shape, spec.observation_dtype)
+            self.network = self.build_network(spec, context.num_stacked_frames)
             self.optimizer = create_optimizer(
                 num_training_steps=context.total_environment_frames // self.frames_per_update * epochs * minibatches)
         self.trainer = VTraceTrainer(self.network, self.optimizer, strategy=strategy)
@@ -117,9 +117,12 @@ class VTraceAgent:
     @classmethod
     def evaluation_policy(cls, spec: EnvSpec, num_stacked_frames: int) -> EvaluationPolicy:
         """The policy's most likely action."""
-        network = ActorCriticNetwork(spec.num_actions, (*spec.observation_shape, num_stacked_frames),
-                                     spec.observation_dtype)
-        return EvaluationPolicy(network, lambda outputs: outputs.policy_logits)
+        return EvaluationPolicy(cls.build_network(spec, num_stacked_frames), lambda outputs: outputs.policy_logits)
+
+    @staticmethod
+    def build_network(spec: EnvSpec, num_stacked_frames: int) -> ActorCriticNetwork:
+        return ActorCriticNetwork(spec.num_actions, (*spec.observation_shape, num_stacked_frames),
+                                  spec.observation_dtype)
 
     def act(self, slot_ids: np.ndarray, inputs: StepInputs, steps: EnvStepBatch):
         actions, logits, new_state = (x.numpy() for x in self.policy(
