@@ -3,7 +3,8 @@
     seed-eval --logdir runs/Pong_vtrace_... --episodes 10 [--epsilon 0.01] [--json out.json]
 
 The run's saved operative configs say which env and network to build. Actions
-are greedy (argmax of the policy logits or Q-values) or epsilon-greedy.
+are greedy (argmax of the policy logits or Q-values, a Gaussian policy's mean) or epsilon-greedy
+(uniform within the bounds for continuous actions).
 """
 import argparse
 import json
@@ -49,8 +50,9 @@ def evaluate(policy, envs, num_stacked_frames: int, episodes: int, epsilon: floa
     rng = np.random.default_rng(seed)
     n = envs.num_envs
     slot_ids = np.arange(n)
+    action = envs.spec.action
     table = SlotTable(n, envs.spec.observation_shape, envs.spec.observation_dtype, num_stacked_frames,
-                      policy.network.state_size, "none")
+                      policy.network.state_size, "none", action.wire_shape, action.wire_dtype)
     observations = envs.reset(seed=seed)
     steps = EnvStepBatch(observations, np.zeros(n, np.float32), np.zeros(n, bool), np.zeros(n, bool))
     results = []
@@ -66,9 +68,13 @@ def evaluate(policy, envs, num_stacked_frames: int, episodes: int, epsilon: floa
                 on_episode(len(results), *results[-1])
         outputs, state = policy.network(inputs.prev_action, EnvOutput(inputs.reward, inputs.first, inputs.observation),
                                  inputs.core_state)
-        actions = np.argmax(np.asarray(policy.scores(outputs)), axis=-1).astype(np.int32)
+        actions = policy.actions(outputs).astype(action.wire_dtype)
         explore = rng.random(n) < epsilon
-        actions[explore] = rng.integers(0, envs.spec.num_actions, explore.sum())
+        if action.is_discrete:
+            actions[explore] = rng.integers(0, action.num_actions, explore.sum())
+        else:  # uniform within the bounds
+            low, high = (np.reshape(b, action.shape) for b in (action.low, action.high))
+            actions[explore] = rng.uniform(low, high, (explore.sum(), *action.shape))
         table.act(slot_ids, actions, np.asarray(state))
         steps = EnvStepBatch(*envs.step(actions))
     return results

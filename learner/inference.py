@@ -19,7 +19,8 @@ class InferencePipeline:
     def __init__(self, agent, spec: EnvSpec, *, max_slots: int, num_stacked_frames: int, reward_clipping: str):
         self.agent = agent
         self.slots = SlotTable(max_slots, spec.observation_shape, spec.observation_dtype,
-                               num_stacked_frames, agent.state_size, reward_clipping)
+                               num_stacked_frames, agent.state_size, reward_clipping,
+                               spec.action.wire_shape, spec.action.wire_dtype)
         # (env steps seen so far, evaluation env?, episode); the main thread drains it for reporting.
         self.finished_episodes: Deque[Tuple[int, bool, FinishedEpisode]] = collections.deque(maxlen=10_000)
         self.env_steps = 0
@@ -43,10 +44,11 @@ class InferencePipeline:
 def batched_policy(network, *extra_input_specs):
     """Decorates an agent's policy step as a tf.function traced once for every batch size.
 
-    The function takes (prev_actions [B], EnvOutput, core_state [B, S], *extra inputs).
+    The function takes (prev_actions [B] (or [B, A] for a continuous-action network), EnvOutput,
+    core_state [B, S], *extra inputs).
     """
     signature = (
-        tf.TensorSpec([None], tf.int32),
+        getattr(network, "prev_action_spec", tf.TensorSpec([None], tf.int32)),
         EnvOutput(tf.TensorSpec([None], tf.float32), tf.TensorSpec([None], tf.bool),
                   tf.TensorSpec([None, *network.observation_shape], network.observation_dtype)),
         tf.TensorSpec([None, network.state_size], tf.float32),

@@ -12,6 +12,8 @@ import gin
 import keras
 import tensorflow as tf
 
+from learner.normalization import ObservationNormalizer
+
 
 class EnvOutput(NamedTuple):
     reward: tf.Tensor  # clipped reward of the previous action, [B] or [T, B]
@@ -88,8 +90,12 @@ class RecurrentNetwork(tf.Module):
 
     def __init__(self, name: str, num_actions: int, observation_shape: Sequence[int], observation_dtype: str,
                  torso: Optional[str], lstm_units: int, mlp_hidden_sizes: Sequence[int],
-                 initialization: str = "glorot"):
+                 initialization: str = "glorot", separate_critic: bool = False,
+                 normalize_observations: bool = False, observation_clip: float = 10.0):
         super().__init__(name=name)
+        if separate_critic and lstm_units:
+            raise ValueError(f"{type(self).__name__}.separate_critic needs a feed-forward network; "
+                             "set lstm_units = 0 or separate_critic = False")
         if initialization not in INITIALIZATIONS:
             raise ValueError(f"unknown initialization {initialization!r}; use one of {INITIALIZATIONS}")
         if torso is None:  # the usual choice for the observation's kind
@@ -106,8 +112,12 @@ class RecurrentNetwork(tf.Module):
         self._scale = 1.0 / 255.0 if observation_dtype == "uint8" else 1.0
         # Gain sqrt(2) suits ReLU layers; the PPO implementations we compare with use it for tanh MLPs too.
         torso_init = _initializer(initialization, 2 ** 0.5)
-        self._torso = (TORSOS[torso](torso_init, mlp_hidden_sizes) if torso == "mlp"
-                       else TORSOS[torso](torso_init))
+        make_torso = lambda: (TORSOS[torso](torso_init, mlp_hidden_sizes) if torso == "mlp"
+                              else TORSOS[torso](torso_init))
+        self._torso = make_torso()
+        self._value_torso = make_torso() if separate_critic else None
+        self._normalizer = (ObservationNormalizer(self.observation_shape, observation_clip)
+                            if normalize_observations else None)
         self._core = keras.layers.LSTMCell(lstm_units) if lstm_units else None
         self._head_layers = []
 
@@ -120,7 +130,13 @@ class RecurrentNetwork(tf.Module):
 
     @property
     def layers(self):
-        return [layer for layer in (self._torso, self._core, *self._head_layers) if layer is not None]
+        return [layer for layer in (self._torso, self._value_torso, self._core, *self._head_layers)
+                if layer is not None]
+
+    @property
+    def observation_normalizer(self) -> Optional[ObservationNormalizer]:
+        """The running observation statistics the agent updates from what it acts on, or None."""
+        return self._normalizer
 
     @property
     def trainable_variables(self):
@@ -129,7 +145,8 @@ class RecurrentNetwork(tf.Module):
 
     @property
     def variables(self):
-        return [v for layer in self.layers for v in layer.variables]
+        statistics = list(self._normalizer.variables) if self._normalizer else []
+        return [v for layer in self.layers for v in layer.variables] + statistics
 
     @property
     def state_size(self) -> int:
@@ -139,7 +156,19 @@ class RecurrentNetwork(tf.Module):
         return tf.zeros([batch_size, self.state_size])
 
     def _torso_outputs(self, observation):
-        return self._torso(tf.cast(observation, tf.float32) * self._scale)
+        """The torso's features; with a separate critic, the policy's and the value's concatenated
+        (`_split_features` parts them again in the heads)."""
+        x = self._normalizer(observation) if self._normalizer else tf.cast(observation, tf.float32) * self._scale
+        if self._value_torso is None:
+            return self._torso(x)
+        return tf.concat([self._torso(x), self._value_torso(x)], axis=-1)
+
+    def _split_features(self, features):
+        """(policy features, value features)."""
+        if self._value_torso is None:
+            return features, features
+        return tuple(tf.split(features, 2, axis=-1))
+
 
     def _heads(self, features):
         raise NotImplementedError
@@ -189,7 +218,7 @@ class ActorCriticNetwork(RecurrentNetwork):
 
     def __init__(self, num_actions: int, observation_shape: Sequence[int], observation_dtype: str,
                  torso: Optional[str] = None, lstm_units: int = 0, mlp_hidden_sizes: Sequence[int] = (64, 64),
-                 initialization: str = "glorot"):
+                 initialization: str = "glorot", separate_critic: bool = False):
         """The network for `num_actions` actions on observations of `observation_shape` and dtype.
 
         Settings:
@@ -202,9 +231,13 @@ class ActorCriticNetwork(RecurrentNetwork):
                 atari_vtrace.gin). 'orthogonal' draws orthogonal weights (gain sqrt(2) in the torso, 0.01 on
                 the policy head, 1 on the baseline), so the first policy is nearly uniform; 'glorot' starts
                 a Nature-CNN policy on Pong at about half the maximum entropy.
+            `separate_critic`: the baseline gets a torso of its own instead of sharing the policy's (False;
+                True in classic_ppo.gin: on small tasks with unscaled returns the value's gradient is
+                far larger than the policy's and, clipped together by global norm, leaves the shared
+                torso's policy nearly still). Feed-forward networks only.
         """
         super().__init__("actor_critic", num_actions, observation_shape, observation_dtype, torso, lstm_units,
-                         mlp_hidden_sizes, initialization)
+                         mlp_hidden_sizes, initialization, separate_critic)
         self._policy = keras.layers.Dense(num_actions, name="policy_logits",
                                           kernel_initializer=_initializer(initialization, 0.01)())
         self._baseline = keras.layers.Dense(1, name="baseline",
@@ -213,7 +246,63 @@ class ActorCriticNetwork(RecurrentNetwork):
         self._build()
 
     def _heads(self, features) -> AgentOutput:
-        return AgentOutput(self._policy(features), tf.squeeze(self._baseline(features), -1))
+        policy_features, value_features = self._split_features(features)
+        return AgentOutput(self._policy(policy_features), tf.squeeze(self._baseline(value_features), -1))
+
+
+@gin.configurable
+class ContinuousActorCriticNetwork(RecurrentNetwork):
+    """A Gaussian policy for continuous actions and a value, from MLP torsos (PPO on MuJoCo).
+
+    The policy head's output (`policy_logits`, named as the discrete network's) is the
+    distribution's params: the mean [A] and a state-independent log standard deviation [A]
+    (learner/distributions.py), so the stored behaviour params give the exact ratio pi/mu."""
+
+    def __init__(self, action_size: int, observation_shape: Sequence[int], observation_dtype: str,
+                 mlp_hidden_sizes: Sequence[int] = (64, 64), separate_critic: bool = True,
+                 initial_log_std: float = 0.0, normalize_observations: bool = True,
+                 observation_clip: float = 10.0, initialization: str = "orthogonal"):
+        """The network for `action_size`-dimensional actions on observations of `observation_shape`.
+
+        Settings:
+            `mlp_hidden_sizes`: widths of each torso's tanh layers ((64, 64), CleanRL's and SEED RL's for MuJoCo).
+            `separate_critic`: the value has its own torso instead of sharing the policy's (True: on MuJoCo a
+                shared torso lets the value's larger gradient crowd out the policy's).
+            `initial_log_std`: the log standard deviation the policy starts with, per action dimension
+                (0.0: std 1, on tasks whose bounds are +-1).
+            `normalize_observations`: divide each observation element by its running standard deviation
+                after subtracting its running mean, over every step any actor sent, clipped to
+                +-`observation_clip` (True); the statistics are part of the checkpoint.
+            `observation_clip`: the bound of normalised observations (10.0).
+            `initialization`: 'orthogonal' (gain sqrt(2) in the torsos, 0.01 on the policy mean, 1 on the value)
+                or 'glorot' ('orthogonal').
+        """
+        super().__init__("continuous_actor_critic", action_size, observation_shape, observation_dtype, "mlp", 0,
+                         mlp_hidden_sizes, initialization, separate_critic, normalize_observations, observation_clip)
+        self._mean = keras.layers.Dense(action_size, name="policy_mean",
+                                        kernel_initializer=_initializer(initialization, 0.01)())
+        self._baseline = keras.layers.Dense(1, name="baseline", kernel_initializer=_initializer(initialization, 1.0)())
+        self.log_std = tf.Variable(tf.fill([action_size], float(initial_log_std)), name="log_std")
+        self._head_layers = [self._mean, self._baseline]
+        self._build()
+
+    @property
+    def trainable_variables(self):
+        return super().trainable_variables + [self.log_std]
+
+    @property
+    def variables(self):
+        return super().variables + [self.log_std]
+
+    @property
+    def prev_action_spec(self) -> tf.TensorSpec:
+        return tf.TensorSpec([None, self.num_actions], tf.float32)
+
+    def _heads(self, features) -> AgentOutput:
+        policy_features, value_features = self._split_features(features)
+        mean = self._mean(policy_features)
+        log_std = tf.broadcast_to(self.log_std, tf.shape(mean))
+        return AgentOutput(tf.concat([mean, log_std], axis=-1), tf.squeeze(self._baseline(value_features), -1))
 
 
 @gin.configurable

@@ -19,7 +19,7 @@ class StepInputs(NamedTuple):
     first: np.ndarray  # [B] bool
     observation: np.ndarray  # [B, *obs_shape, K] stacked frames
     reward: np.ndarray  # [B] float32, clipped
-    prev_action: np.ndarray  # [B] int32
+    prev_action: np.ndarray  # [B] int32, or [B, *action_shape] float32 for continuous actions
     core_state: np.ndarray  # [B, S] float32
 
 
@@ -32,10 +32,11 @@ class FinishedEpisode(NamedTuple):
 
 class SlotTable:
     def __init__(self, max_slots: int, observation_shape: Tuple[int, ...], observation_dtype: str,
-                 num_stacked_frames: int, state_size: int, reward_clipping: str):
+                 num_stacked_frames: int, state_size: int, reward_clipping: str,
+                 action_shape: Tuple[int, ...] = (), action_dtype=np.int32):
         self.frames = np.zeros((max_slots, *observation_shape, num_stacked_frames), observation_dtype)
         self.core_state = np.zeros((max_slots, state_size), np.float32)
-        self.prev_action = np.zeros(max_slots, np.int32)
+        self.prev_action = np.zeros((max_slots, *action_shape), action_dtype)
         self.prev_done = np.ones(max_slots, bool)  # a fresh slot starts an episode
         self.raw_return = np.zeros(max_slots, np.float64)
         self.clipped_return = np.zeros(max_slots, np.float64)

@@ -55,9 +55,16 @@ class AgentContext:
 class EvaluationPolicy:
     """What `seed-eval` plays greedily: `network` is restored from the checkpoint's 'agent' entry
     and called as the learner calls it; `scores(outputs)` gives [B, num_actions] scores whose
-    argmax is the greedy action."""
+    argmax is the greedy action, or for continuous actions `greedy(outputs)` gives the actions
+    [B, *shape] themselves."""
     network: object
-    scores: Callable[[object], tf.Tensor]
+    scores: Optional[Callable[[object], tf.Tensor]]
+    greedy: Optional[Callable[[object], tf.Tensor]] = None
+
+    def actions(self, outputs) -> np.ndarray:
+        if self.greedy is not None:
+            return np.asarray(self.greedy(outputs))
+        return np.argmax(np.asarray(self.scores(outputs)), axis=-1).astype(np.int32)
 
 
 @runtime_checkable

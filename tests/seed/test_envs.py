@@ -125,3 +125,21 @@ def test_a_gymnasium_env_with_box_actions_gets_a_continuous_action_spec_and_step
         assert obs.shape == (2, 3) and rewards.shape == (2,) and (rewards <= 0).all()
     finally:
         e.close()
+
+
+def test_a_mujoco_task_steps_with_float32_observations_and_its_bounds():
+    e = envs.create_mujoco_envs(2, task="Hopper-v5")
+    try:
+        assert e.spec.observation_shape == (11,) and e.spec.observation_dtype == "float32"
+        assert e.spec.action.shape == (3,) and e.spec.action.low == (-1.0,) * 3 and e.spec.action.high == (1.0,) * 3
+        first = e.reset(seed=0)
+        obs, rewards, terminated, truncated = e.step(np.zeros((2, 3), np.float32))
+        assert first.dtype == obs.dtype == np.float32 and obs.shape == (2, 11)
+        assert np.isfinite(rewards).all() and not terminated.any() and not truncated.any()
+    finally:
+        e.close()
+
+
+def test_an_unknown_mujoco_task_is_refused_with_the_known_ones():
+    with pytest.raises(ValueError, match="unknown MuJoCo task 'Cheetah'; use one of HalfCheetah-v5"):
+        envs.create_mujoco_envs(1, task="Cheetah")

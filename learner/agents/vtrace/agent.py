@@ -9,6 +9,7 @@ import numpy as np
 import tensorflow as tf
 
 from learner.agents.base import AgentContext, EvaluationPolicy, numpy_seed, register
+from learner.agents.minibatches import train_in_minibatches
 from learner.agents.vtrace.training import VTraceTrainer
 from learner.batcher import LearnerStopped
 from learner.checkpoints import write_arrays_atomically
@@ -145,18 +146,7 @@ class VTraceAgent:
         """Returns the update's metrics (averaged over its gradient steps) and the environment frames it
         consumed (its fresh unrolls'; counted also when a non-finite step was skipped, as R2D2Agent
         counts what it inserted: the budget counts frames collected)."""
-        if self.epochs == 1 and self.minibatches == 1:
-            metrics = self.trainer.update(batch)
-        else:
-            steps = []
-            for _ in range(self.epochs):
-                for indices in np.array_split(self._shuffle.permutation(len(batch["reward"])), self.minibatches):
-                    steps.append(self.trainer.update({k: v[indices] for k, v in batch.items()}))
-            # A non-finite step was skipped; its NaN must not reach the averages.
-            applied = [m for m in steps if m["update_applied"]] or steps
-            metrics = {k: float(np.mean([m[k] for m in applied])) for k in steps[0]}
-            metrics["update_applied"] = any(m["update_applied"] for m in steps)
-            metrics["skipped_steps"] = sum(not m["update_applied"] for m in steps)
+        metrics = train_in_minibatches(self.trainer.update, batch, self.epochs, self.minibatches, self._shuffle)
         return metrics, self.data.last_fresh * self.frames_per_unroll
 
     def trackables(self) -> Dict[str, object]:

@@ -15,6 +15,8 @@ from typing import NamedTuple
 
 import tensorflow as tf
 
+from learner.agents.policy_losses import clipped_surrogate_loss, masked_mean  # noqa: F401  (used here and by its callers)
+
 
 class VTraceReturns(NamedTuple):
     vs: tf.Tensor  # [T, B] value targets
@@ -53,10 +55,6 @@ def vtrace_returns(log_rhos, discounts, rewards, values, bootstrap_value, valid,
     return VTraceReturns(tf.stop_gradient(vs), tf.stop_gradient(pg_advantages), tf.stop_gradient(advantages))
 
 
-def masked_mean(x, valid):
-    return tf.reduce_sum(x * valid) / tf.maximum(tf.reduce_sum(valid), 1.0)
-
-
 def normalize(x, valid, epsilon=1e-8):
     """x divided by its standard deviation over the valid steps (its mean is kept: V-trace's
     advantages already have the baseline subtracted, and shifting them would bias the gradient)."""
@@ -68,16 +66,6 @@ def policy_gradient_loss(logits, actions, advantages, valid):
     """-E[log pi(a_s|x_s) A_s] over the valid transitions."""
     log_probs = -tf.nn.sparse_softmax_cross_entropy_with_logits(labels=actions, logits=logits)
     return -masked_mean(log_probs * tf.stop_gradient(advantages), valid)
-
-
-def clipped_surrogate_loss(log_rhos, advantages, valid, epsilon):
-    """PPO's clipped objective, -E[min(rho A, clip(rho, 1-eps, 1+eps) A)] with rho = pi/mu against the
-    behaviour policy: once pi has moved eps away from mu on a step, that step stops pushing it further,
-    which is what makes several passes over the same unrolls safe."""
-    rhos = tf.exp(log_rhos)
-    advantages = tf.stop_gradient(advantages)
-    surrogate = tf.minimum(rhos * advantages, tf.clip_by_value(rhos, 1.0 - epsilon, 1.0 + epsilon) * advantages)
-    return -masked_mean(surrogate, valid)
 
 
 def baseline_loss(vs, values, valid):

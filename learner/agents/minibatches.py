@@ -1,0 +1,25 @@
+"""Several epochs of shuffled minibatches over one batch of unrolls (PPO's reuse of a batch),
+shared by the agents that train on unrolls."""
+from typing import Callable, Dict
+
+import numpy as np
+
+
+def train_in_minibatches(update: Callable[[Dict[str, np.ndarray]], Dict[str, float]], batch: Dict[str, np.ndarray],
+                         epochs: int, minibatches: int, rng: np.random.Generator) -> Dict[str, float]:
+    """Calls `update` on `epochs` x `minibatches` minibatches of whole unrolls (batch-major [B, ...]
+    arrays), reshuffled every epoch; returns the steps' metrics averaged, with 'update_applied' true
+    when any step was applied and 'skipped_steps' the count of non-finite steps skipped."""
+    if epochs == 1 and minibatches == 1:
+        return update(batch)
+    size = len(next(iter(batch.values())))
+    steps = []
+    for _ in range(epochs):
+        for indices in np.array_split(rng.permutation(size), minibatches):
+            steps.append(update({k: v[indices] for k, v in batch.items()}))
+    # A skipped (non-finite) step's NaN must not reach the averages.
+    applied = [m for m in steps if m["update_applied"]] or steps
+    metrics = {k: float(np.mean([m[k] for m in applied])) for k in steps[0]}
+    metrics["update_applied"] = any(m["update_applied"] for m in steps)
+    metrics["skipped_steps"] = sum(not m["update_applied"] for m in steps)
+    return metrics

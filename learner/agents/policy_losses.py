@@ -1,0 +1,17 @@
+"""Loss pieces every policy-gradient agent uses (V-trace, PPO): masked means over the valid
+steps of time-major [T, B] unrolls, and PPO's clipped surrogate."""
+import tensorflow as tf
+
+
+def masked_mean(x, valid):
+    return tf.reduce_sum(x * valid) / tf.maximum(tf.reduce_sum(valid), 1.0)
+
+
+def clipped_surrogate_loss(log_rhos, advantages, valid, epsilon):
+    """PPO's clipped objective, -E[min(rho A, clip(rho, 1-eps, 1+eps) A)] with rho = pi/mu against the
+    behaviour policy: once pi has moved eps away from mu on a step, that step stops pushing it further,
+    which is what makes several passes over the same unrolls safe."""
+    rhos = tf.exp(log_rhos)
+    advantages = tf.stop_gradient(advantages)
+    surrogate = tf.minimum(rhos * advantages, tf.clip_by_value(rhos, 1.0 - epsilon, 1.0 + epsilon) * advantages)
+    return -masked_mean(surrogate, valid)
