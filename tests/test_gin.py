@@ -129,7 +129,7 @@ def test_an_agent_refuses_an_env_whose_action_kind_it_does_not_declare_in_one_li
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines()[-1] == (
         "seed-learner: error: run_learner.agent: VTraceAgent acts in discrete action spaces; this env has "
-        "continuous 1 actions in [-2, 2] (agents for them: none yet)")
+        "continuous 1 actions in [-2, 2] (agents for them: @PPOAgent, @SACAgent)")
 
 
 @pytest.mark.parametrize("role, binding, message", [

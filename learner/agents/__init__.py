@@ -14,5 +14,7 @@ for _folder in pkgutil.iter_modules(__path__):
 
 # The bundled agents by name, for `from learner.agents import VTraceAgent`.
 FixedActionAgent = AGENTS["FixedActionAgent"]
+PPOAgent = AGENTS["PPOAgent"]
 R2D2Agent = AGENTS["R2D2Agent"]
+SACAgent = AGENTS["SACAgent"]
 VTraceAgent = AGENTS["VTraceAgent"]

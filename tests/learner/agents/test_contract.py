@@ -10,9 +10,10 @@ from learner.agents import AGENTS, Agent, AgentContext
 from learner.checkpoints import Checkpointer
 from learner.inference import InferencePipeline
 from seed.codec import EnvStepBatch
-from seed.specs import EnvSpec
+from seed.specs import ActionSpec, EnvSpec
 
 SPEC = EnvSpec((4,), "float32", 3)
+CONTINUOUS = EnvSpec((4,), "float32", 0, action=ActionSpec.continuous([-2.0, 0.0], [2.0, 1.0]))
 
 # Small settings per agent so that a batch fills after a few dozen steps. A new agent adds its own.
 SMALL = {
@@ -20,14 +21,20 @@ SMALL = {
     "R2D2Agent": {"unroll_length": 4, "burn_in": 2, "batch_size": 2, "replay_capacity_steps": 400,
                   "min_replay_sequences": 2, "num_eval_envs": 0},
     "FixedActionAgent": {},
+    "SACAgent": {"batch_size": 4, "replay_capacity": 64, "min_replay_size": 1, "hidden_sizes": (16, 16)},
+    "PPOAgent": {"unroll_length": 4, "batch_size": 2, "unroll_queue_capacity": 4, "epochs": 2, "minibatches": 2},
 }
 TRAINING = sorted(name for name in AGENTS if name != "FixedActionAgent")
 
 
-def make(name, stop=None):
+CONTINUOUS_AGENTS = sorted(name for name, cls in AGENTS.items() if "continuous" in cls.action_kinds)
+
+
+def make(name, stop=None, spec=None):
     assert name in SMALL, f"add small test settings for {name} to SMALL"
-    agent = AGENTS[name](AgentContext(SPEC, 1, 8, 10 ** 6, stop or threading.Event()), **SMALL[name])
-    return agent, InferencePipeline(agent, SPEC, max_slots=8, num_stacked_frames=1, reward_clipping="none")
+    spec = spec or (SPEC if "discrete" in AGENTS[name].action_kinds else CONTINUOUS)
+    agent = AGENTS[name](AgentContext(spec, 1, 8, 10 ** 6, stop or threading.Event()), **SMALL[name])
+    return agent, InferencePipeline(agent, spec, max_slots=8, num_stacked_frames=1, reward_clipping="none")
 
 
 def play(pipeline, rng, steps, num_envs=4, reward=None):
@@ -62,10 +69,13 @@ def test_every_agent_declares_the_contract_and_acts_on_a_batch(name):
     assert isinstance(agent, Agent)
     assert isinstance(AGENTS[name].supports_strategy, bool)
     actions = play(pipeline, np.random.default_rng(0), 3)
-    assert actions.shape == (4,) and actions.dtype == np.int32 and ((0 <= actions) & (actions < 3)).all()
+    if "discrete" in AGENTS[name].action_kinds:
+        assert actions.shape == (4,) and actions.dtype == np.int32 and ((0 <= actions) & (actions < 3)).all()
+    else:
+        assert actions.shape == (4, 2) and actions.dtype == np.float32
     assert isinstance(agent.data_metrics(), dict) and isinstance(agent.describe_data(), str)
     agent.release(np.arange(2))
-    policy = AGENTS[name].evaluation_policy(SPEC, 1)
+    policy = AGENTS[name].evaluation_policy(SPEC if "discrete" in AGENTS[name].action_kinds else CONTINUOUS, 1)
     assert (policy is None) == (agent.optimizer is None)  # what has weights can be evaluated
 
 
@@ -117,3 +127,24 @@ def test_every_training_agent_traces_its_policy_once_for_every_batch_size(name):
     for n in (1, 3, 8, 5):
         play(pipeline, rng, 1, num_envs=n)
     assert agent.policy.experimental_get_tracing_count() == 1
+
+
+@pytest.mark.parametrize("name", CONTINUOUS_AGENTS)
+def test_every_continuous_agent_acts_within_the_bounds_and_trains(name):
+    _, pipeline = make(name, spec=CONTINUOUS)
+    actions = play(pipeline, np.random.default_rng(5), 3)
+    assert actions.shape == (4, 2) and actions.dtype == np.float32
+    assert ((actions >= [-2.0, 0.0]) & (actions <= [2.0, 1.0])).all()
+    agent, pipeline = make(name, spec=CONTINUOUS)
+    metrics, new_frames = agent.update(first_batch(agent, pipeline, np.random.default_rng(6)))
+    assert metrics["update_applied"] and new_frames > 0
+    policy = AGENTS[name].evaluation_policy(CONTINUOUS, 1)
+    outputs, _ = policy.network(pipeline.slots.prev_action[:4], *evaluation_inputs(4))
+    greedy = policy.actions(outputs)
+    assert greedy.shape == (4, 2) and ((greedy >= [-2.0, 0.0]) & (greedy <= [2.0, 1.0])).all()
+
+
+def evaluation_inputs(n):
+    from learner.networks import EnvOutput
+    return EnvOutput(np.zeros(n, np.float32), np.ones(n, bool), np.zeros((n, 4, 1), np.float32)), np.zeros((n, 0),
+                                                                                                      np.float32)

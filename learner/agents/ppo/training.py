@@ -1,0 +1,110 @@
+"""PPO's update: GAE once per batch, then gradient steps on minibatches of its steps."""
+from typing import Dict
+
+import gin
+import numpy as np
+import tensorflow as tf
+
+from learner.agents.gradient_step import GradientStep
+from learner.agents.policy_losses import clipped_surrogate_loss, masked_mean
+from learner.agents.ppo import maths as ppo
+from learner.networks import EnvOutput
+from seed.settings import require_fraction, require_non_negative
+
+
+@gin.configurable
+class PPOLoss:
+    """The clipped surrogate, the value loss and the entropy bonus (Schulman et al. 2017)."""
+
+    METRICS = ("loss/total", "loss/policy", "loss/value", "loss/entropy", "policy/approx_kl", "policy/clip_fraction")
+
+    def __init__(self, discount: float = 0.99, lambda_: float = 0.95, clip_epsilon: float = 0.2,
+                 value_cost: float = 0.5, value_clip_epsilon: float = 0.0, entropy_cost: float = 0.01,
+                 normalize_advantages: bool = True):
+        """The loss's coefficients; rho = pi/mu is the ratio of the learner's policy to the one that acted.
+
+        Settings:
+            `discount`: gamma per agent step (0.99); 0 past a termination, a truncation bootstraps.
+            `lambda_`: GAE's lambda (0.95).
+            `clip_epsilon`: rho is clipped to 1 +- epsilon in the surrogate (0.2; 0.1 in atari_ppo.gin).
+            `value_cost`: weight of the value loss 1/2 E[(V(x) - R)^2] in the total (0.5).
+            `value_clip_epsilon`: above 0, the value loss also takes the error of V clipped to within this
+                of the value the behaviour policy computed, the larger of the two (0.0: off; it is in the
+                raw reward's units, so it depends on the reward scale).
+            `entropy_cost`: weight of the entropy bonus (0.01; 0.0 in mujoco_ppo.gin).
+            `normalize_advantages`: standardise the advantages over each minibatch's valid steps (True).
+        """
+        require_fraction("PPOLoss", discount=discount, lambda_=lambda_, clip_epsilon=clip_epsilon)
+        require_non_negative("PPOLoss", value_cost=value_cost, value_clip_epsilon=value_clip_epsilon,
+                             entropy_cost=entropy_cost)
+        if clip_epsilon == 0:
+            raise ValueError("PPOLoss.clip_epsilon must be above 0 (0.2 is PPO's usual value)")
+        self.discount, self.lambda_ = discount, lambda_
+        self.clip_epsilon, self.value_cost, self.value_clip_epsilon = clip_epsilon, value_cost, value_clip_epsilon
+        self.entropy_cost, self.normalize_advantages = entropy_cost, normalize_advantages
+
+    def prepare(self, unrolls):
+        """From time-major [T+1, B] unrolls to the [T, B] steps the loss trains on, with GAE advantages
+        and returns from the values stored when acting, and each step's validity (1 - done)."""
+        done = tf.cast(unrolls["terminated"] | unrolls["truncated"], tf.float32)
+        discounts = self.discount * (1.0 - tf.cast(unrolls["terminated"][1:], tf.float32))
+        valid = 1.0 - done[:-1]
+        values = unrolls["value"]
+        result = ppo.gae(unrolls["reward"][1:], values[:-1], values[-1], discounts, valid, self.lambda_)
+        steps = {k: v[:-1] for k, v in unrolls.items() if k not in ("terminated", "truncated")}
+        return {**steps, "valid": valid, "advantages": result.advantages, "returns": result.returns}
+
+    def __call__(self, network, distribution, steps: Dict[str, tf.Tensor]):
+        """`steps`: time-major [T, B] steps as `prepare` returns them; T is 1 when a feed-forward
+        network trains on shuffled single steps."""
+        valid = steps["valid"]
+        outputs, _ = network.unroll(steps["prev_action"], EnvOutput(steps["reward"], steps["first"],
+                                                                    steps["observation"]), steps["core_state"][0])
+        params, values = outputs.policy_logits, outputs.baseline
+        log_rhos = (distribution.log_prob(params, steps["action"]) -
+                    distribution.log_prob(steps["behaviour_logits"], steps["action"]))
+        advantages = steps["advantages"]
+        if self.normalize_advantages:
+            advantages = ppo.standardize(advantages, valid)
+        pg_loss = clipped_surrogate_loss(log_rhos, advantages, valid, self.clip_epsilon)
+        v_loss = ppo.value_loss(values, steps["returns"], steps["value"], valid, self.value_clip_epsilon)
+        entropy = masked_mean(distribution.entropy(params), valid)
+        total = pg_loss + self.value_cost * v_loss - self.entropy_cost * entropy
+        rhos = tf.exp(log_rhos)
+        return total, {"loss/total": total, "loss/policy": pg_loss, "loss/value": v_loss, "loss/entropy": -entropy,
+                       "policy/approx_kl": masked_mean(rhos - 1.0 - log_rhos, valid),
+                       "policy/clip_fraction": masked_mean(
+                           tf.cast(tf.abs(rhos - 1.0) > self.clip_epsilon, tf.float32), valid)}
+
+
+@gin.configurable(denylist=["network", "distribution", "optimizer"])
+class PPOTrainer:
+    """Owns the update's tf.function; the network's variables are the ones inference reads.
+
+    Settings:
+        `max_gradient_norm`: the global norm the gradient is clipped to (0.5).
+        `jit_compile`: have XLA compile the update (False: slower on CPU; benchmarks/xla.py measures it).
+    """
+
+    def __init__(self, network, distribution, optimizer, max_gradient_norm: float = 0.5, jit_compile: bool = False):
+        self.network, self.distribution, self.optimizer = network, distribution, optimizer
+        self.loss = PPOLoss()
+        self.step = GradientStep("PPOTrainer", optimizer, network.trainable_variables, max_gradient_norm, jit_compile)
+        self._update = self.step.compile(self._update_impl)
+        self._prepare = tf.function(self.loss.prepare)
+
+    def _update_impl(self, unrolls):
+        with tf.GradientTape() as tape:
+            total, metrics = self.loss(self.network, self.distribution, unrolls)
+        gradients = tape.gradient(total, self.network.trainable_variables)
+        return {**metrics, **self.step.apply(total, gradients)}
+
+    def prepare(self, batch: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
+        """Batch-major [B, T+1] unrolls to batch-major [B, T] steps with advantages, returns, validity."""
+        steps = self._prepare({k: np.swapaxes(v, 0, 1) for k, v in batch.items()})
+        return {k: np.swapaxes(v.numpy(), 0, 1) for k, v in steps.items()}
+
+    def update(self, batch: Dict[str, np.ndarray]) -> Dict[str, float]:
+        """`batch` holds batch-major [B, T, ...] steps as `prepare` returns them."""
+        time_major = {k: np.swapaxes(v, 0, 1) for k, v in batch.items()}
+        return {k: v.numpy() for k, v in self._update(time_major).items()}
