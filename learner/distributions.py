@@ -96,8 +96,10 @@ class TanhGaussian(Gaussian):
         return self.gaussian_log_prob(params, actions) - tf.reduce_sum(log_det + scale, axis=-1)
 
     def entropy(self, params):
-        """No closed form: the one-sample estimate -log pi(u) at a fresh sample (SAC's)."""
-        return -self.log_prob(params, tf.stop_gradient(self.sample(params)))
+        """No closed form: the one-sample estimate -log pi(u) at a fresh reparameterised sample, so its
+        gradient reaches the params through the sample too (with the sample held fixed, the gradient's
+        expectation would be zero and an entropy bonus would do nothing)."""
+        return -self.log_prob(params, self.sample(params))
 
     def env_action(self, actions):
         return self.low + (tf.tanh(actions) + 1.0) * (self.high - self.low) / 2.0

@@ -29,8 +29,9 @@ class PPOLoss:
             `clip_epsilon`: rho is clipped to 1 +- epsilon in the surrogate (0.2; 0.1 in atari_ppo.gin).
             `value_cost`: weight of the value loss 1/2 E[(V(x) - R)^2] in the total (0.5).
             `value_clip_epsilon`: above 0, the value loss also takes the error of V clipped to within this
-                of the value the behaviour policy computed, the larger of the two (0.0: off; it is in the
-                raw reward's units, so it depends on the reward scale).
+                of the value the behaviour policy computed, the larger of the two (0.0: off; 0.2 in
+                mujoco_ppo.gin). It is in the units of the rewards trained on (scaled ones with
+                `PPOAgent.scale_rewards`), so it depends on the reward scale.
             `entropy_cost`: weight of the entropy bonus (0.01; 0.0 in mujoco_ppo.gin).
             `normalize_advantages`: standardise the advantages over each minibatch's valid steps (True).
         """

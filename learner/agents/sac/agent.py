@@ -164,7 +164,8 @@ class SACAgent:
         return self.replay.nbytes
 
     def save_state(self, path: str) -> None:
-        write_arrays_atomically(path, self.replay.state())
+        with self.replay.lock:  # inference keeps inserting; the arrays are views of the ring
+            write_arrays_atomically(path, self.replay.state())
 
     def load_state(self, path: str) -> None:
         with np.load(path) as arrays:

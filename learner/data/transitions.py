@@ -1,0 +1,111 @@
+"""Replay of single transitions (x, a, r, x', discount) for off-policy actor-critics (SAC), with
+the replay ratio kept in both directions: the training thread waits for inserts (RateLimit), and
+inserts wait while training is more than `max_lag_updates` gradient steps behind the ratio, so a
+slow learner slows the actors instead of silently training less per env step (as the V-trace
+queue's back-pressure does)."""
+import threading
+from typing import Dict, Optional, Tuple
+
+import numpy as np
+
+from learner.data import RateLimit
+
+
+class TransitionReplay:
+    """A FIFO ring of `capacity` transitions, sampled uniformly. `fields` maps name -> (shape, dtype)."""
+
+    def __init__(self, capacity: int, fields: Dict[str, Tuple[Tuple[int, ...], str]], batch_size: int,
+                 rate: RateLimit, max_lag_updates: int, seed: Optional[int] = None):
+        self.capacity, self.batch_size, self.rate, self.max_lag_updates = capacity, batch_size, rate, max_lag_updates
+        self._arrays = {name: np.zeros((capacity, *shape), dtype) for name, (shape, dtype) in fields.items()}
+        self.size = 0
+        self.num_inserted = 0
+        self.inserted_at_fill = None  # inserts when the minimum fill was reached: the ratio counts from there
+        self.sampled = 0  # transitions handed out
+        self._next = 0
+        self._rng = np.random.default_rng(seed)
+        self._cond = threading.Condition()
+
+    @property
+    def nbytes(self) -> int:
+        return sum(a.nbytes for a in self._arrays.values())
+
+    def _updates_owed(self) -> float:
+        """Gradient steps the ratio asks for that training has not taken yet."""
+        if self.rate.samples_per_insert is None or self.inserted_at_fill is None:
+            return 0.0
+        # The prefill owes no updates (as CleanRL's learning_starts): training on it alone would only fit
+        # the critics to the uniform-random actions while every actor waits.
+        owed = self.rate.samples_per_insert * (self.num_inserted - self.inserted_at_fill + 1)
+        return (owed - self.sampled) / self.batch_size
+
+    def insert(self, transitions: Dict[str, np.ndarray], stop: threading.Event) -> bool:
+        """Adds transitions ([n, ...] fields); first waits while training lags the ratio by more than
+        `max_lag_updates` steps. Returns False if `stop` was set while waiting."""
+        n = len(next(iter(transitions.values())))
+        with self._cond:
+            while self._updates_owed() > self.max_lag_updates:
+                if stop.is_set():
+                    return False
+                self._cond.wait(0.1)
+            positions = (self._next + np.arange(n)) % self.capacity
+            for name, array in self._arrays.items():
+                array[positions] = transitions[name]
+            self._next = int((self._next + n) % self.capacity)
+            self.size = min(self.capacity, self.size + n)
+            self.num_inserted += n
+            if self.inserted_at_fill is None and self.rate.filled(self.size):
+                self.inserted_at_fill = self.num_inserted
+            self._cond.notify_all()
+        return True
+
+    def _may_sample(self) -> bool:
+        """Filled, and within the ratio counted from the fill (one batch's worth allowed at the fill)."""
+        if self.inserted_at_fill is None:
+            return False
+        return self._updates_owed() >= 1.0 if self.rate.samples_per_insert is not None else True
+
+    def next_batch(self, stop: threading.Event) -> Optional[Dict[str, np.ndarray]]:
+        """`batch_size` transitions sampled uniformly once the RateLimit allows; None on stop."""
+        with self._cond:
+            while not self._may_sample():
+                if stop.is_set():
+                    return None
+                self._cond.wait(0.1)
+            indices = self._rng.integers(0, self.size, self.batch_size)
+            self.sampled += self.batch_size
+            batch = {name: array[indices] for name, array in self._arrays.items()}
+            self._cond.notify_all()
+        return batch
+
+    @property
+    def lock(self) -> threading.Condition:
+        """Held while `state()`'s arrays are in use: they are views of the live ring."""
+        return self._cond
+
+    def state(self) -> Dict[str, np.ndarray]:
+        """The replay as named arrays (views); hold `lock` until they are written."""
+        return {**{f"transitions/{k}": v[:self.size] for k, v in self._arrays.items()},
+                "num_inserted": np.asarray(self.num_inserted), "sampled": np.asarray(self.sampled),
+                "next": np.asarray(self._next),
+                "inserted_at_fill": np.asarray(-1 if self.inserted_at_fill is None else self.inserted_at_fill)}
+
+    def load_state(self, arrays) -> None:
+        with self._cond:
+            size = None
+            for name, array in self._arrays.items():
+                stored = arrays[f"transitions/{name}"]
+                if stored.shape[1:] != array.shape[1:] or len(stored) > self.capacity:
+                    raise ValueError(f"the saved replay's {name} has shape {stored.shape}; this run's replay holds "
+                                     f"{array.shape}; resume with the settings it was made with")
+                array[:len(stored)] = stored
+                size = len(stored)
+            self.size = size or 0
+            self.num_inserted, self.sampled = int(arrays["num_inserted"]), int(arrays["sampled"])
+            self._next = int(arrays["next"])
+            fill = int(arrays["inserted_at_fill"])
+            self.inserted_at_fill = None if fill < 0 else fill
+
+    def metrics(self) -> Dict[str, float]:
+        return {"replay/size_transitions": self.size, "replay/inserted": self.num_inserted,
+                "replay/updates_owed": self._updates_owed()}
