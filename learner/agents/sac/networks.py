@@ -15,7 +15,25 @@ def _mlp(hidden_sizes: Sequence[int], outputs: int, name: str) -> keras.Sequenti
                             [keras.layers.Dense(outputs)], name=name)
 
 
-class SoftActor(tf.Module):
+class _MLPModule(tf.Module):
+    """A module around one Keras MLP, whose variables tf.Module does not find by itself (Keras 3)."""
+
+    _mlp: keras.Sequential
+
+    @property
+    def trainable_variables(self):
+        return self._mlp.trainable_variables
+
+    @property
+    def variables(self):
+        return self._mlp.variables
+
+
+def _flatten(observations):
+    return tf.reshape(tf.cast(observations, tf.float32), [tf.shape(observations)[0], -1])
+
+
+class SoftActor(_MLPModule):
     """x -> [mean, log_std] params of a tanh-Gaussian over actions normalised to [-1, 1]
     (learner/distributions.py's TanhGaussian), called as the learner calls every policy network."""
 
@@ -33,17 +51,8 @@ class SoftActor(tf.Module):
     def prev_action_spec(self) -> tf.TensorSpec:
         return tf.TensorSpec([None, self.action_size], tf.float32)
 
-    @property
-    def trainable_variables(self):
-        return self._mlp.trainable_variables
-
-    @property
-    def variables(self):
-        return self._mlp.variables
-
     def params(self, observations):
-        x = tf.reshape(tf.cast(observations, tf.float32), [tf.shape(observations)[0], -1])
-        mean, log_std = tf.split(self._mlp(x), 2, axis=-1)
+        mean, log_std = tf.split(self._mlp(_flatten(observations)), 2, axis=-1)
         # tanh into [min, max] (as CleanRL): a smooth bound instead of a clip that stops the gradient.
         log_std = LOG_STD_MIN + 0.5 * (LOG_STD_MAX - LOG_STD_MIN) * (tf.tanh(log_std) + 1.0)
         return tf.concat([mean, log_std], axis=-1)
@@ -53,7 +62,7 @@ class SoftActor(tf.Module):
         return AgentOutput(params, tf.zeros(tf.shape(params)[:1])), core_state
 
 
-class QNetwork(tf.Module):
+class QNetwork(_MLPModule):
     """Q(x, a) from the observation and the normalised action concatenated."""
 
     def __init__(self, action_size: int, observation_shape: Sequence[int], hidden_sizes: Sequence[int], name: str):
@@ -61,17 +70,8 @@ class QNetwork(tf.Module):
         self._mlp = _mlp(hidden_sizes, 1, name)
         self(tf.zeros([1, *observation_shape]), tf.zeros([1, action_size]))
 
-    @property
-    def trainable_variables(self):
-        return self._mlp.trainable_variables
-
-    @property
-    def variables(self):
-        return self._mlp.variables
-
     def __call__(self, observations, actions):
-        x = tf.reshape(tf.cast(observations, tf.float32), [tf.shape(observations)[0], -1])
-        return tf.squeeze(self._mlp(tf.concat([x, actions], axis=-1)), -1)
+        return tf.squeeze(self._mlp(tf.concat([_flatten(observations), actions], axis=-1)), -1)
 
 
 def _zero_env_output(observation_shape, dtype):
