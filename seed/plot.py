@@ -16,7 +16,7 @@ import os
 import sys
 from typing import Dict, List, Optional, Sequence, Tuple
 
-# Public learning curves, (environment frames with frame skip 4, mean return); sources in
+# Public learning curves, (environment frames with frame skip 4 on Atari, mean return); sources in
 # benchmarks/README.md and LEARNING.md: CleanRL's and rl_games' reports, RLlib's tuned examples.
 REFERENCES: Dict[str, Dict[str, List[Tuple[int, float]]]] = {
     "Pong": {"CleanRL PPO, 8 envs": [(10_000_000, 15.0), (20_000_000, 19.5), (40_000_000, 20.4)],
@@ -24,6 +24,11 @@ REFERENCES: Dict[str, Dict[str, List[Tuple[int, float]]]] = {
              "RLlib IMPALA, 160 envs": [(10_400_000, -18.4), (15_500_000, 5.0), (18_500_000, 17.9)]},
     "Breakout": {"CleanRL PPO, 8 envs": [(10_000_000, 65.0), (20_000_000, 210.0), (40_000_000, 415.0)],
                  "RLlib IMPALA, 160 envs": [(40_000_000, 385.0)]},
+    # MuJoCo: env steps (no frame skip); the figures issue 28 quotes (CleanRL's benchmark tables, rl-baselines3-zoo).
+    "HalfCheetah-v5": {"CleanRL PPO": [(1_000_000, 1443.0)], "rl-zoo PPO (tuned)": [(1_000_000, 5819.0)],
+                       "CleanRL SAC": [(1_000_000, 9635.0)]},
+    "Hopper-v5": {"CleanRL PPO": [(1_000_000, 2383.0)]},
+    "Walker2d-v5": {"CleanRL PPO": [(1_000_000, 2288.0)]},
 }
 
 Episode = Tuple[int, float, Optional[float]]  # env frames stepped, raw return, Unix time (or None)
