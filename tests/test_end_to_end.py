@@ -99,7 +99,7 @@ def test_atari_smoke_trains_checkpoints_and_resumes(tmp_path):
                 "VTraceAgent.unroll_queue_capacity=4", "run_learner.progress_interval_s=2"]
     actor_bindings = ["run_actor.num_envs=2"]
     frames_per_update = 2 * 20 * 4
-    steps_per_update = 4 * 2  # atari_vtrace.gin's 4 epochs of 2 minibatches
+    steps_per_update = 2 * 2  # atari_vtrace.gin's 2 epochs of 2 minibatches
     run_to_budget(tmp_path, "atari_vtrace.gin", 2, bindings + [f"run_learner.total_environment_frames={200 * frames_per_update}"],
                   actor_bindings, timeout_s=600)
     assert checkpoint_counters(tmp_path) == (200 * frames_per_update, 200 * steps_per_update)

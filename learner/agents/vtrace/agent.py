@@ -48,9 +48,9 @@ class VTraceAgent:
             Atari); unused without a replay source.
         `min_replay_unrolls`: unrolls every replay holds before training starts (64); at most
             `replay_capacity`.
-        `epochs`: passes over each batch (1; 4 in atari_vtrace.gin); pair several with
+        `epochs`: passes over each batch (1; 2 in atari_vtrace.gin); pair several with
             `VTraceLoss.clip_epsilon`.
-        `minibatches`: shuffled minibatches of whole unrolls per pass, each one gradient step (1; 4 in
+        `minibatches`: shuffled minibatches of whole unrolls per pass, each one gradient step (1; 8 in
             atari_vtrace.gin). A batch makes epochs x minibatches gradient steps, as PPO does, and the
             learning-rate schedule counts those steps.
         `checkpoint_replay`: save the replays of a mix beside every checkpoint and restore them on resume

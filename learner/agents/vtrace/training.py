@@ -36,7 +36,8 @@ class VTraceLoss:
             `clip_pg_rho_threshold`: the clip of rho weighing IMPALA's policy-gradient advantages (1.0);
                 unused with `clip_epsilon` > 0.
             `baseline_cost`: weight of the baseline loss 1/2 E[(v_s - V(x_s))^2] in the total (0.5).
-            `entropy_cost`: weight of the entropy bonus, which keeps the policy exploring (0.01).
+            `entropy_cost`: weight of the entropy bonus, which keeps the policy exploring (0.01; 0.005 in
+                atari_vtrace.gin).
             `normalize_advantages`: divide the policy-gradient advantages by their standard deviation over
                 the batch's valid steps, as PPO does (False; True in atari_vtrace.gin), so the policy term's
                 scale no longer follows the reward scale and `entropy_cost` weighs against a term of size ~1.
