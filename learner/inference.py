@@ -48,7 +48,7 @@ def batched_policy(network, *extra_input_specs):
     core_state [B, S], *extra inputs).
     """
     signature = (
-        getattr(network, "prev_action_spec", tf.TensorSpec([None], tf.int32)),
+        network.prev_action_spec,
         EnvOutput(tf.TensorSpec([None], tf.float32), tf.TensorSpec([None], tf.bool),
                   tf.TensorSpec([None, *network.observation_shape], network.observation_dtype)),
         tf.TensorSpec([None, network.state_size], tf.float32),

@@ -149,6 +149,11 @@ class RecurrentNetwork(tf.Module):
         return [v for layer in self.layers for v in layer.variables] + statistics
 
     @property
+    def prev_action_spec(self) -> tf.TensorSpec:
+        """The previous actions the policy takes: [B] int32 action indices (continuous networks: [B, A])."""
+        return tf.TensorSpec([None], tf.int32)
+
+    @property
     def state_size(self) -> int:
         return 2 * self.lstm_units  # LSTM (h, c) concatenated; 0 without a core.
 
@@ -168,7 +173,6 @@ class RecurrentNetwork(tf.Module):
         if self._value_torso is None:
             return features, features
         return tuple(tf.split(features, 2, axis=-1))
-
 
     def _heads(self, features):
         raise NotImplementedError

@@ -24,6 +24,7 @@ import dataclasses
 import threading
 from typing import Callable, ClassVar, Dict, Optional, Protocol, Tuple, runtime_checkable
 
+import gin
 import numpy as np
 import tensorflow as tf
 
@@ -133,6 +134,15 @@ def numpy_seed() -> int:
     """A seed for an agent's own generator, drawn from numpy's global one, which run_learner.seed
     seeds: a seeded run samples its replays and minibatches the same way again."""
     return int(np.random.randint(2 ** 31))
+
+
+def bound_setting(name: str, default):
+    """A gin binding ('Configurable.parameter') as the run's configs set it, or `default` where they do
+    not: for the classmethods `seed-eval` calls, which build no agent to ask."""
+    try:
+        return gin.query_parameter(name)
+    except ValueError:  # not bound
+        return default
 
 
 def action_kind(spec: EnvSpec) -> str:

@@ -1,6 +1,14 @@
-"""Loss pieces every policy-gradient agent uses (V-trace, PPO): masked means over the valid
-steps of time-major [T, B] unrolls, and PPO's clipped surrogate."""
+"""Loss pieces every policy-gradient agent uses (V-trace, PPO): the episode masks of time-major
+unrolls, masked means over their valid steps, and PPO's clipped surrogate."""
 import tensorflow as tf
+
+
+def episode_masks(terminated, truncated, discount):
+    """(discounts, valid), [T, B] from time-major [T+1, B] end flags: discounts[t] = gamma (1 -
+    terminated[t+1]), so a truncated episode bootstraps from its final observation's value; valid[t] =
+    1 - done[t], so the reset "transition" that starts at a final observation is none."""
+    done = tf.cast(terminated | truncated, tf.float32)
+    return discount * (1.0 - tf.cast(terminated[1:], tf.float32)), 1.0 - done[:-1]
 
 
 def masked_mean(x, valid):

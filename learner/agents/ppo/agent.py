@@ -7,9 +7,8 @@ from typing import Dict, Optional, Tuple
 
 import gin
 import numpy as np
-import tensorflow as tf
 
-from learner.agents.base import AgentContext, EvaluationPolicy, action_kind, numpy_seed, register
+from learner.agents.base import AgentContext, EvaluationPolicy, action_kind, bound_setting, numpy_seed, register
 from learner.agents.minibatches import train_in_minibatches
 from learner.agents.ppo.training import PPOTrainer
 from learner.batcher import LearnerStopped
@@ -89,8 +88,7 @@ class PPOAgent:
         self.unrolls = UnrollStore(context.max_slots, unroll_length, fields)
         self._stop = context.stop
         self.state_size = self.network.state_size
-        normalizer = getattr(self.network, "observation_normalizer", None)
-        self._normalizer = normalizer
+        self._normalizer = self.network.observation_normalizer
 
         @batched_policy(self.network)
         def policy(prev_actions, env_outputs, core_state):
@@ -103,7 +101,7 @@ class PPOAgent:
     @classmethod
     def evaluation_policy(cls, spec: EnvSpec, num_stacked_frames: int) -> EvaluationPolicy:
         """The policy's most likely action (the Gaussian's mean, within the bounds)."""
-        distribution = for_action_spec(spec.action, _bound_squash_actions())
+        distribution = for_action_spec(spec.action, bound_setting("PPOAgent.squash_actions", False))
         network = cls.build_network(spec, num_stacked_frames)
         if spec.action.is_discrete:
             return EvaluationPolicy(network, lambda outputs: outputs.policy_logits)
@@ -167,10 +165,3 @@ class PPOAgent:
     def describe_data(self) -> str:
         return f"queue {len(self.queue)}/{self.queue.capacity}"
 
-
-def _bound_squash_actions() -> bool:
-    """PPOAgent.squash_actions as the configs bind it (seed-eval builds no agent to ask)."""
-    try:
-        return bool(gin.query_parameter("PPOAgent.squash_actions"))
-    except ValueError:  # not bound: the default
-        return False

@@ -6,7 +6,7 @@ import numpy as np
 import tensorflow as tf
 
 from learner.agents.gradient_step import GradientStep
-from learner.agents.policy_losses import clipped_surrogate_loss, masked_mean
+from learner.agents.policy_losses import clipped_surrogate_loss, episode_masks, masked_mean
 from learner.agents.ppo import maths as ppo
 from learner.networks import EnvOutput
 from seed.settings import require_fraction, require_non_negative
@@ -44,19 +44,15 @@ class PPOLoss:
         self.clip_epsilon, self.value_cost, self.value_clip_epsilon = clip_epsilon, value_cost, value_clip_epsilon
         self.entropy_cost, self.normalize_advantages = entropy_cost, normalize_advantages
 
-    def prepare(self, unrolls):
-        """From time-major [T+1, B] unrolls to the [T, B] steps the loss trains on, with GAE advantages
-        and returns from the values stored when acting, and each step's validity (1 - done)."""
-        done = tf.cast(unrolls["terminated"] | unrolls["truncated"], tf.float32)
-        discounts = self.discount * (1.0 - tf.cast(unrolls["terminated"][1:], tf.float32))
-        valid = 1.0 - done[:-1]
-        values = unrolls["value"]
-        result = ppo.gae(unrolls["reward"][1:], values[:-1], values[-1], discounts, valid, self.lambda_)
-        steps = {k: v[:-1] for k, v in unrolls.items() if k not in ("terminated", "truncated")}
-        return {**steps, "valid": valid, "advantages": result.advantages, "returns": result.returns}
+    def advantages(self, reward, value, terminated, truncated):
+        """(valid, GAE advantages, returns), [T, B], from time-major [T+1, B] rewards, the values stored
+        when acting and the end flags."""
+        discounts, valid = episode_masks(terminated, truncated, self.discount)
+        result = ppo.gae(reward[1:], value[:-1], value[-1], discounts, valid, self.lambda_)
+        return valid, result.advantages, result.returns
 
     def __call__(self, network, distribution, steps: Dict[str, tf.Tensor]):
-        """`steps`: time-major [T, B] steps as `prepare` returns them; T is 1 when a feed-forward
+        """`steps`: time-major [T, B] steps as PPOTrainer.prepare returns them; T is 1 when a feed-forward
         network trains on shuffled single steps."""
         valid = steps["valid"]
         outputs, _ = network.unroll(steps["prev_action"], EnvOutput(steps["reward"], steps["first"],
@@ -92,7 +88,7 @@ class PPOTrainer:
         self.loss = PPOLoss()
         self.step = GradientStep("PPOTrainer", optimizer, network.trainable_variables, max_gradient_norm, jit_compile)
         self._update = self.step.compile(self._update_impl)
-        self._prepare = tf.function(self.loss.prepare)
+        self._advantages = tf.function(self.loss.advantages)
 
     def _update_impl(self, unrolls):
         with tf.GradientTape() as tape:
@@ -101,9 +97,14 @@ class PPOTrainer:
         return {**metrics, **self.step.apply(total, gradients)}
 
     def prepare(self, batch: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
-        """Batch-major [B, T+1] unrolls to batch-major [B, T] steps with advantages, returns, validity."""
-        steps = self._prepare({k: np.swapaxes(v, 0, 1) for k, v in batch.items()})
-        return {k: np.swapaxes(v.numpy(), 0, 1) for k, v in steps.items()}
+        """Batch-major [B, T+1] unrolls to batch-major [B, T] steps (the unrolls without their bootstrap
+        step, as views) with 'valid', 'advantages' and 'returns'. Only the four fields GAE needs go
+        through TensorFlow, not the observations."""
+        computed = self._advantages(*(np.swapaxes(batch[k], 0, 1) for k in ("reward", "value", "terminated",
+                                                                              "truncated")))
+        steps = {k: v[:, :-1] for k, v in batch.items() if k not in ("terminated", "truncated")}
+        steps.update({k: np.swapaxes(v.numpy(), 0, 1) for k, v in zip(("valid", "advantages", "returns"), computed)})
+        return steps
 
     def update(self, batch: Dict[str, np.ndarray]) -> Dict[str, float]:
         """`batch` holds batch-major [B, T, ...] steps as `prepare` returns them."""

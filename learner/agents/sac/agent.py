@@ -4,14 +4,13 @@ into a replay, and trains twin critics, the policy and the entropy temperature f
 number of gradient steps per env step. Continuous actions only."""
 import logging
 import threading
-import time
 from typing import Dict, Optional, Tuple
 
 import gin
 import numpy as np
 import tensorflow as tf
 
-from learner.agents.base import AgentContext, EvaluationPolicy, numpy_seed, register
+from learner.agents.base import AgentContext, EvaluationPolicy, bound_setting, numpy_seed, register
 from learner.agents.sac.networks import QNetwork, SoftActor
 from learner.agents.sac.training import SACTrainer
 from learner.batcher import LearnerStopped
@@ -90,7 +89,6 @@ class SACAgent:
         self._counted = 0
         self._stop = context.stop
         self._rng = np.random.default_rng(numpy_seed())
-        self._last_rate = (time.monotonic(), 0)
         distribution = self.trainer.distribution
 
         @batched_policy(self.actor)
@@ -103,7 +101,7 @@ class SACAgent:
     @staticmethod
     def build_network(spec: EnvSpec, num_stacked_frames: int, hidden_sizes=None) -> SoftActor:
         if hidden_sizes is None:
-            hidden_sizes = _bound("SACAgent.hidden_sizes", (256, 256))
+            hidden_sizes = bound_setting("SACAgent.hidden_sizes", (256, 256))
         return SoftActor(spec.action.shape[0], (*spec.observation_shape, num_stacked_frames),
                          spec.observation_dtype, hidden_sizes)
 
@@ -179,10 +177,3 @@ class SACAgent:
     def describe_data(self) -> str:
         return f"replay {self.replay.size:,}/{self.replay.capacity:,}"
 
-
-def _bound(name: str, default):
-    """A gin binding as the run's configs set it (seed-eval builds no agent to ask)."""
-    try:
-        return gin.query_parameter(name)
-    except ValueError:
-        return default

@@ -6,6 +6,7 @@ import numpy as np
 import tensorflow as tf
 
 from learner.agents.gradient_step import GradientStep
+from learner.agents.policy_losses import episode_masks
 from learner.agents.vtrace import maths as vtrace
 from learner.distribution import split_batch
 from learner.networks import ActorCriticNetwork, EnvOutput
@@ -72,9 +73,7 @@ class VTraceLoss:
         target_log_probs = -tf.nn.sparse_softmax_cross_entropy_with_logits(labels=actions, logits=logits)
         behaviour_log_probs = -tf.nn.sparse_softmax_cross_entropy_with_logits(
             labels=actions, logits=unrolls["behaviour_logits"][:-1])
-        done = tf.cast(unrolls["terminated"] | unrolls["truncated"], tf.float32)
-        valid = 1.0 - done[:-1]
-        discounts = self.discount * (1.0 - tf.cast(unrolls["terminated"][1:], tf.float32))
+        discounts, valid = episode_masks(unrolls["terminated"], unrolls["truncated"], self.discount)
         log_rhos = target_log_probs - behaviour_log_probs
         returns = vtrace.vtrace_returns(
             log_rhos, discounts, unrolls["reward"][1:], values, outputs.baseline[-1], valid,
