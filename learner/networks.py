@@ -24,6 +24,9 @@ class EnvOutput(NamedTuple):
 class AgentOutput(NamedTuple):
     policy_logits: tf.Tensor
     baseline: tf.Tensor
+    # What the policy head saw: the torso's (or the LSTM's) output, [B, F]. Replay sources that compare
+    # states (elite, attentive) store it from the acting call, so acting computes nothing extra for them.
+    features: Optional[tf.Tensor] = None
 
 
 def nature_cnn(initializer=lambda: "glorot_uniform") -> keras.Sequential:
@@ -251,7 +254,8 @@ class ActorCriticNetwork(RecurrentNetwork):
 
     def _heads(self, features) -> AgentOutput:
         policy_features, value_features = self._split_features(features)
-        return AgentOutput(self._policy(policy_features), tf.squeeze(self._baseline(value_features), -1))
+        return AgentOutput(self._policy(policy_features), tf.squeeze(self._baseline(value_features), -1),
+                           policy_features)
 
 
 @gin.configurable
@@ -306,7 +310,8 @@ class ContinuousActorCriticNetwork(RecurrentNetwork):
         policy_features, value_features = self._split_features(features)
         mean = self._mean(policy_features)
         log_std = tf.broadcast_to(self.log_std, tf.shape(mean))
-        return AgentOutput(tf.concat([mean, log_std], axis=-1), tf.squeeze(self._baseline(value_features), -1))
+        return AgentOutput(tf.concat([mean, log_std], axis=-1), tf.squeeze(self._baseline(value_features), -1),
+                           policy_features)
 
 
 @gin.configurable

@@ -125,10 +125,11 @@ def test_vtrace_learns_cartpole_on_two_mirrored_replicas(tmp_path):
 
 
 def test_vtrace_with_replay_counts_fresh_frames_reports_its_mix_and_resumes(tmp_path):
-    """Half of each batch replayed: the frame budget counts only fresh unrolls' frames, those
-    that filled the replay before the first update included."""
-    bindings = ["VTraceAgent.sources={'queue': 0.5, 'uniform': 0.5}", "VTraceAgent.min_replay_unrolls=8",
-                "run_learner.progress_interval_s=1"]
+    """Half of each batch replayed, one unroll from each replay source (elite's candidates prepared on
+    its own thread): the frame budget counts only fresh unrolls' frames, those that filled the replay
+    before the first update included, and the progress record reports every source."""
+    bindings = ["VTraceAgent.sources={'queue': 0.5, 'uniform': 0.125, 'prioritised': 0.125, 'elite': 0.125, "
+                "'attentive': 0.125}", "VTraceAgent.min_replay_unrolls=8", "run_learner.progress_interval_s=1"]
     # CartPole: one frame per step, batch 8 x 20. The first update consumes 2 x 4 unrolls of fill and
     # its own 4 fresh ones; every later one 4.
     first, later = 12 * 20, 4 * 20
@@ -137,9 +138,13 @@ def test_vtrace_with_replay_counts_fresh_frames_reports_its_mix_and_resumes(tmp_
                   ["run_actor.num_envs=4"], timeout_s=300)
     assert checkpoint_counters(tmp_path) == (budget, 100)
     records = [json.loads(line) for line in (tmp_path / "progress.jsonl").read_text().splitlines()]
-    mixed = [r for r in records if "data/share_uniform" in r]
-    assert mixed and all(r["data/share_uniform"] == 0.5 and r["data/uniform_size"] >= 8
-                         and r["data/replay_age_updates"] >= 0 for r in mixed)
+    mixed = [r for r in records if "data/share_uniform" in r and "loss/total" in r]  # after an update
+    kinds = ("uniform", "prioritised", "elite", "attentive")
+    assert mixed and all(r["data/share_queue"] == 0.5 and r["data/replay_size"] >= 8 for r in mixed)
+    assert all(r[f"data/share_{k}"] == 0.125 and r[f"data/{k}_age_updates"] >= 0 and r[f"data/{k}_rho"] > 0
+               for r in mixed for k in kinds)
+    assert all(r["data/elite_distance"] >= 0 and r["data/attentive_distance"] >= 0
+               and 0 < r["data/prioritised_loss_weight"] <= 1 for r in mixed)
 
     run_to_budget(tmp_path, "classic_vtrace.gin", 2, bindings + [f"run_learner.total_environment_frames={budget + 800}"],
                   ["run_actor.num_envs=4"], timeout_s=300)

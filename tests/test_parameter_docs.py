@@ -17,7 +17,8 @@ import seed.envs  # noqa: F401
 CONFIGURABLES = ("create_envs", "create_atari_envs", "create_gym_envs", "run_actor", "run_learner", "create_strategy",
                  "create_optimizer", "ActorCriticNetwork", "DuelingQNetwork", "VTraceAgent", "VTraceLoss",
                  "VTraceTrainer", "R2D2Agent", "R2D2Trainer", "FixedActionAgent", "PPOAgent", "PPOLoss", "PPOTrainer",
-                 "ContinuousActorCriticNetwork", "SACAgent", "SACTrainer", "create_mujoco_envs")
+                 "ContinuousActorCriticNetwork", "SACAgent", "SACTrainer", "create_mujoco_envs", "PrioritisedSampler",
+                 "EliteSampler", "AttentiveSampler")
 PACKAGES = ("seed", "actors", "learner")
 
 

@@ -9,6 +9,26 @@ import threading
 from typing import Dict, Optional, Protocol
 
 
+def available_memory_bytes() -> Optional[int]:
+    """MemAvailable from /proc/meminfo; None where there is none."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def require_memory(needed: int, what: str, fix: str) -> None:
+    """Refuses, in one line, a buffer of `needed` bytes above 80 % of the available memory."""
+    available = available_memory_bytes()
+    if available is not None and needed > 0.8 * available:
+        raise ValueError(f"{what} needs {needed / 2**30:.1f} GiB but only {available / 2**30:.1f} GiB is "
+                         f"available; {fix}")
+
+
 @dataclasses.dataclass(frozen=True)
 class RateLimit:
     """When a source may hand out its next batch: once it holds `min_size` items (the minimum

@@ -1,34 +1,49 @@
-"""Experience replay of whole unrolls mixed into V-trace's batches (LASER, Schmitt et al. 2019).
+"""Experience replay of whole unrolls mixed into V-trace's batches (LASER, Schmitt et al. 2019;
+the source lists of elite experience replay).
 
-A batch is drawn from a list of sources in fixed ratios that sum to 1: `queue`, the
-fresh unrolls the actors just produced (each taken once), and `uniform`, a FIFO
-replay of whole unrolls shared by every actor, sampled uniformly. Every fresh unroll
-also enters the replays, so it can be drawn again later. A replayed unroll keeps
-the behaviour logits it was acted with: V-trace's importance weights then correct
-for how far the learner's policy has moved since. Unrolls are stored whole, exactly
-as the unroll store cut them, so one never spans two slots and its episode starts
-and ends sit where they were.
+A batch is drawn from a list of sources in fixed ratios that sum to 1: `queue`, the fresh
+unrolls the actors just produced (each taken once), and replays that all draw from one shared
+ring of past unrolls (every fresh unroll enters it after its batch) in their own way:
+`uniform`, `prioritised` (by the last V-trace error), `elite` (the unrolls the current policy
+would encode most like the behaviour policy did: the least off-policy) and `attentive` (the
+unrolls whose states are nearest the states the policy visits now); learner/data/
+replay_samplers.py and learner/data/elite.py hold the samplers.
+
+A replayed unroll keeps the behaviour logits it was acted with: V-trace's importance weights
+then correct for how far the learner's policy has moved since. Unrolls are stored whole,
+exactly as the unroll store cut them, so one never spans two slots and its episode starts and
+ends sit where they were. Every batch row carries its source (an index into SOURCE_KINDS) and
+its loss weight (prioritised replay's importance weight, 1 elsewhere) per step, so the loss can
+tell replayed from fresh steps (CLEAR's terms, the per-source metrics).
 """
 import threading
-from typing import Dict, Optional, Sequence, Tuple
+from typing import Callable, Dict, Optional, Sequence
 
 import numpy as np
 
 from learner.data import RateLimit
+from learner.data.elite import EliteSampler
+from learner.data.replay_samplers import AttentiveSampler, Drawn, PrioritisedSampler, UniformSampler
 from learner.data.unrolls import UnrollQueue, Unrolls
 
-SOURCE_KINDS = ("queue", "uniform")
+SOURCE_KINDS = ("queue", "uniform", "prioritised", "elite", "attentive")
+# Kinds that compare stored state features (the `features` field each step keeps from its policy call).
+FEATURE_KINDS = ("elite", "attentive")
 
 
-class UnrollReplay:
-    """A ring of `capacity` unrolls (the oldest is overwritten), sampled uniformly.
+class UnrollRing:
+    """A ring of `capacity` unrolls (the oldest is overwritten) that every replay source samples.
 
-    Buffers are allocated when the first unrolls arrive, from their shapes."""
+    Buffers are allocated when the first unrolls arrive, from their shapes. It records per
+    unroll the update it came in at (ages) and how often a batch took it (elite sampling's
+    preference). `lock` guards every access: elite sampling reads it from its own thread."""
 
     def __init__(self, capacity: int, seed: Optional[int] = None):
         self.capacity = capacity
+        self.lock = threading.RLock()
         self._buffers: Dict[str, np.ndarray] = {}
-        self._inserted_at = np.zeros(capacity, np.int64)  # the update count when each unroll came in
+        self.inserted_at = np.zeros(capacity, np.int64)
+        self.times_sampled = np.zeros(capacity, np.int64)
         self._next = 0
         self._size = 0
         self._rng = np.random.default_rng(seed)
@@ -36,45 +51,69 @@ class UnrollReplay:
     def __len__(self) -> int:
         return self._size
 
-    def add(self, unrolls: Unrolls, update: int) -> None:
+    def add(self, unrolls: Unrolls, update: int) -> np.ndarray:
+        """Stores `unrolls`; returns the positions they took (the newest only, if more than fit)."""
         n = len(next(iter(unrolls.values())))
-        if n > self.capacity:  # only the newest fit
+        if n > self.capacity:
             unrolls, n = {k: v[-self.capacity:] for k, v in unrolls.items()}, self.capacity
-        if not self._buffers:
-            self._buffers = {k: np.zeros((self.capacity, *v.shape[1:]), v.dtype) for k, v in unrolls.items()}
-        positions = (self._next + np.arange(n)) % self.capacity
-        for name, buffer in self._buffers.items():
-            buffer[positions] = unrolls[name]
-        self._inserted_at[positions] = update
-        self._next = int((self._next + n) % self.capacity)
-        self._size = min(self.capacity, self._size + n)
+        with self.lock:
+            if not self._buffers:
+                self._buffers = {k: np.zeros((self.capacity, *v.shape[1:]), v.dtype) for k, v in unrolls.items()}
+            positions = (self._next + np.arange(n)) % self.capacity
+            for name, buffer in self._buffers.items():
+                buffer[positions] = unrolls[name]
+            self.inserted_at[positions] = update
+            self.times_sampled[positions] = 0
+            self._next = int((self._next + n) % self.capacity)
+            self._size = min(self.capacity, self._size + n)
+        return positions
+
+    def gather(self, positions: np.ndarray) -> Unrolls:
+        """Copies of the unrolls at `positions` (later overwrites do not reach them)."""
+        with self.lock:
+            return {k: b[positions] for k, b in self._buffers.items()}
+
+    def uniform_positions(self, n: int, rng: np.random.Generator, replace: bool = True) -> np.ndarray:
+        """`n` positions drawn uniformly; without replacement the draw stops at the ring's size."""
+        with self.lock:
+            if replace:
+                return rng.integers(0, self._size, n)
+            return rng.choice(self._size, min(n, self._size), replace=False)
+
+    def mark_sampled(self, positions: np.ndarray) -> None:
+        with self.lock:
+            np.add.at(self.times_sampled, positions, 1)
+
+    def mean_age(self, positions: np.ndarray, update: int) -> float:
+        with self.lock:
+            return float(np.mean(update - self.inserted_at[positions]))
 
     def state(self) -> Dict[str, np.ndarray]:
         """The stored unrolls and their ring position, as named arrays (to save with a checkpoint)."""
-        return {**{f"unroll_{k}": v for k, v in self._buffers.items()}, "inserted_at": self._inserted_at,
-                "next": np.asarray(self._next), "size": np.asarray(self._size)}
+        with self.lock:
+            return {**{f"unroll_{k}": v.copy() for k, v in self._buffers.items()},
+                    "inserted_at": self.inserted_at.copy(), "times_sampled": self.times_sampled.copy(),
+                    "next": np.asarray(self._next), "size": np.asarray(self._size)}
 
     def load_state(self, arrays, prefix: str = "") -> None:
-        """Puts back what `state` returned (under `prefix`); a replay of another capacity is refused."""
+        """Puts back what `state` returned (under `prefix`); a ring of another capacity is refused."""
         saved = arrays[prefix + "inserted_at"]
-        if saved.shape != self._inserted_at.shape:
+        if saved.shape != self.inserted_at.shape:
             raise ValueError(f"saved replay holds {saved.shape[0]} unrolls, this run's {self.capacity}: the replay "
                              "settings changed since it was saved; restore them, or set checkpoint_replay=False")
         names = [k[len(prefix + "unroll_"):] for k in arrays if k.startswith(prefix + "unroll_")]
-        self._buffers = {name: np.array(arrays[prefix + "unroll_" + name]) for name in names}
-        self._inserted_at[:] = saved
-        self._next, self._size = int(arrays[prefix + "next"]), int(arrays[prefix + "size"])
-
-    def sample(self, n: int, update: int) -> Tuple[Unrolls, float]:
-        """`n` unrolls drawn uniformly with replacement, and their mean age in updates."""
-        positions = self._rng.integers(0, self._size, n)
-        return ({k: b[positions] for k, b in self._buffers.items()},
-                float(np.mean(update - self._inserted_at[positions])))
+        with self.lock:
+            self._buffers = {name: np.array(arrays[prefix + "unroll_" + name]) for name in names}
+            self.inserted_at[:] = saved
+            if prefix + "times_sampled" in arrays:  # saved before sample counts were kept: zeros
+                self.times_sampled[:] = arrays[prefix + "times_sampled"]
+            self._next, self._size = int(arrays[prefix + "next"]), int(arrays[prefix + "size"])
 
 
 def split_counts(batch_size: int, ratios: Sequence[float]) -> np.ndarray:
     """Integer counts per source that sum to `batch_size` and are as close to the ratios as
-    integers can be (largest remainders), the same every batch."""
+    integers can be (largest remainders), the same every batch: exact where ratio x batch_size
+    is whole, otherwise within one unroll of it."""
     exact = np.asarray(ratios, np.float64) * batch_size
     counts = np.floor(exact).astype(np.int64)
     remainders = exact - counts
@@ -98,17 +137,40 @@ def check_sources(sources: Dict[str, float], name: str) -> Dict[str, float]:
     return dict(sources)
 
 
+def build_sampler(kind: str, ring: UnrollRing, count: int, rng: np.random.Generator,
+                  encode: Optional[Callable[[Unrolls], np.ndarray]], total_updates: int):
+    """The sampler of a replay source; each gets a generator of its own (elite's runs on a thread)."""
+    rng = np.random.default_rng(rng.integers(2 ** 63))
+    if kind == "uniform":
+        return UniformSampler(ring, count, rng)
+    if kind == "prioritised":
+        return PrioritisedSampler(ring, count, rng)
+    if kind == "attentive":
+        return AttentiveSampler(ring, count, rng, total_updates)
+    return EliteSampler(ring, count, rng, encode, total_updates)
+
+
+def per_step(values: np.ndarray, steps: int) -> np.ndarray:
+    """A per-unroll [n] value repeated over the unroll's steps, [n, steps] (every batch field is per step)."""
+    return np.repeat(np.asarray(values)[:, None], steps, axis=1)
+
+
 class UnrollMix:
-    """The training thread's batches: the queue's fresh unrolls plus samples of the replays.
+    """The training thread's batches: the queue's fresh unrolls plus the replay sources' samples.
 
     The counts per source follow from the ratios and the batch size once, at construction,
-    where a mix that could never form a batch is refused. Before the first batch the replays
-    are filled with fresh unrolls (the queue's share at a time) up to `min_replay_unrolls`;
-    those count as consumed with that batch. `last_fresh` is the number of fresh unrolls the
-    last batch consumed: the environment frames it stands for."""
+    where a mix that could never form a batch is refused. Before the first batch the ring is
+    filled with fresh unrolls (the queue's share at a time) up to `min_replay_unrolls`; those
+    count as consumed with that batch. `last_fresh` is the number of fresh unrolls the last batch
+    consumed: the environment frames it stands for.
+
+    `encode(unrolls) -> [n, T+1, F]` is the current policy's state features of stored unrolls
+    (elite sampling's re-encoding); `total_fresh_unrolls` is the run's length in fresh unrolls (the
+    candidate multipliers anneal over its updates)."""
 
     def __init__(self, queue: UnrollQueue, sources: Dict[str, float], batch_size: int, replay_capacity: int,
-                 min_replay_unrolls: int, seed: Optional[int] = None, name: str = "VTraceAgent"):
+                 min_replay_unrolls: int, seed: Optional[int] = None, name: str = "VTraceAgent",
+                 encode: Optional[Callable[[Unrolls], np.ndarray]] = None, total_fresh_unrolls: int = 1):
         sources = check_sources(sources, f"{name}.sources")
         self.counts = dict(zip(sources, (int(c) for c in split_counts(batch_size, list(sources.values())))))
         self.fresh_per_batch = self.counts["queue"]
@@ -119,47 +181,117 @@ class UnrollMix:
             raise ValueError(f"{name}: each batch takes {self.fresh_per_batch} fresh unrolls but "
                              f"unroll_queue_capacity is {queue.capacity}; raise unroll_queue_capacity to at "
                              f"least {self.fresh_per_batch} or lower batch_size")
-        if len(sources) > 1 and min_replay_unrolls > replay_capacity:
+        replay_kinds = [k for k in sources if k != "queue"]
+        if replay_kinds and min_replay_unrolls > replay_capacity:
             raise ValueError(f"{name}: min_replay_unrolls ({min_replay_unrolls}) must not exceed "
                              f"replay_capacity ({replay_capacity})")
+        largest = max([self.counts[k] for k in replay_kinds if k in FEATURE_KINDS], default=0)
+        if largest > min_replay_unrolls:  # elite and attentive choose among distinct stored unrolls
+            raise ValueError(f"{name}: a batch takes {largest} unrolls from one elite or attentive source but "
+                             f"min_replay_unrolls is {min_replay_unrolls}; raise min_replay_unrolls to at least {largest}")
         self.queue = queue
+        self.kinds = list(sources)
         self.shares = {k: c / batch_size for k, c in self.counts.items()}
-        self.replays = {k: UnrollReplay(replay_capacity, seed) for k in sources if k != "queue"}
+        self.ring = UnrollRing(replay_capacity, seed) if replay_kinds else None
+        rng = np.random.default_rng(seed)
+        total_updates = max(1, total_fresh_unrolls // self.fresh_per_batch)
+        self.samplers = {k: build_sampler(k, self.ring, self.counts[k], rng, encode, total_updates)
+                         for k in replay_kinds}
         # Fresh unrolls pace the mix (the queue's back-pressure); the replays only need their fill.
         self.rate = RateLimit(min_size=min_replay_unrolls)
         self.updates = 0
         self.last_fresh = 0
-        self.last_replay_age = 0.0
+        self._last: Dict[str, Drawn] = {}
+        self._last_fresh_positions = np.zeros(0, np.int64)
+        self._metrics: Dict[str, float] = {}
+
+    @property
+    def needs_features(self) -> bool:
+        return any(k in FEATURE_KINDS for k in self.samplers)
+
+    def _insert(self, unrolls: Unrolls) -> np.ndarray:
+        positions = self.ring.add(unrolls, self.updates)
+        for sampler in self.samplers.values():
+            sampler.inserted(positions)
+        return positions
 
     def next_batch(self, stop: threading.Event) -> Optional[Unrolls]:
         consumed = 0
-        while not all(self.rate.filled(len(replay)) for replay in self.replays.values()):
+        while self.ring is not None and not self.rate.filled(len(self.ring)):
             filling = self.queue.get_batch(self.fresh_per_batch, stop)
             if filling is None:
                 return None
-            for replay in self.replays.values():
-                replay.add(filling, self.updates)
+            self._insert(filling)
             consumed += self.fresh_per_batch
         fresh = self.queue.get_batch(self.fresh_per_batch, stop)
         if fresh is None:
             return None
-        parts, ages = [fresh], []
-        for kind, replay in self.replays.items():
-            if self.counts[kind]:
-                sample, age = replay.sample(self.counts[kind], self.updates)
-                parts.append(sample)
-                ages.append(age)
-            replay.add(fresh, self.updates)  # after sampling: a batch never holds one unroll twice over
+        n, steps = next(iter(fresh.values())).shape[:2]
+        parts = [{**fresh, "source": per_step(np.zeros(n, np.int32), steps),
+                  "sample_weight": np.ones((n, steps), np.float32)}]
+        metrics: Dict[str, float] = {}
+        drawn_now: Dict[str, Drawn] = {}
+        for kind, sampler in self.samplers.items():
+            drawn = sampler.draw(self.updates, fresh, stop)
+            if drawn is None:
+                return None
+            drawn_now[kind] = drawn
+            n = len(drawn.positions)
+            weights = np.ones(n, np.float32) if drawn.weights is None else drawn.weights.astype(np.float32)
+            parts.append({**{k: drawn.unrolls[k] for k in fresh},
+                          "source": per_step(np.full(n, SOURCE_KINDS.index(kind), np.int32), steps),
+                          "sample_weight": per_step(weights, steps)})
+            metrics[f"data/{kind}_age_updates"] = self.ring.mean_age(drawn.positions, self.updates)
+            metrics[f"data/{kind}_loss_weight"] = float(np.mean(weights))
+            metrics.update({f"data/{kind}_{name}": value for name, value in drawn.metrics.items()})
+            self.ring.mark_sampled(drawn.positions)
+        if self.ring is not None:  # after sampling: a batch never holds one unroll twice over
+            self._last_fresh_positions = self._insert(fresh)
+        self._last = drawn_now
         self.updates += 1
         self.last_fresh = consumed + self.fresh_per_batch
-        self.last_replay_age = float(np.mean(ages)) if ages else 0.0
-        return {k: np.concatenate([p[k] for p in parts]) if len(parts) > 1 else fresh[k] for k in fresh}
+        self._metrics = metrics
+        return {k: np.concatenate([p[k] for p in parts]) if len(parts) > 1 else parts[0][k] for k in parts[0]}
+
+    def feedback(self, errors: np.ndarray) -> None:
+        """The last batch's per-unroll V-trace errors (rows in batch order): prioritised replay's
+        new priorities for the unrolls it drew and for the fresh ones it just stored."""
+        sampler = self.samplers.get("prioritised")
+        if sampler is None:
+            return
+        errors = np.asarray(errors, np.float64)
+        sampler.feedback(self._last_fresh_positions, errors[:self.fresh_per_batch])
+        start = self.fresh_per_batch
+        for kind, drawn in self._last.items():
+            n = len(drawn.positions)
+            if kind == "prioritised":
+                sampler.feedback(drawn.positions, errors[start:start + n])
+            start += n
 
     def metrics(self) -> Dict[str, float]:
         if not self.updates:  # no batch formed yet
             return {}
         out = {f"data/share_{k}": v for k, v in self.shares.items()}
-        out.update({f"data/{k}_size": float(len(r)) for k, r in self.replays.items()})
-        if self.replays:
-            out["data/replay_age_updates"] = self.last_replay_age
-        return out
+        if self.ring is not None:
+            out["data/replay_size"] = float(len(self.ring))
+        return {**out, **self._metrics}
+
+    def state(self) -> Dict[str, np.ndarray]:
+        arrays = {"mix_updates": np.asarray(self.updates)}
+        if self.ring is not None:
+            arrays.update({f"ring/{k}": v for k, v in self.ring.state().items()})
+        for kind, sampler in self.samplers.items():
+            arrays.update({f"{kind}/{k}": v for k, v in sampler.state().items()})
+        return arrays
+
+    def load_state(self, arrays) -> None:
+        if self.ring is not None:
+            # Saved before the replays shared one ring: the uniform replay's is that ring.
+            self.ring.load_state(arrays, prefix="ring/" if "ring/inserted_at" in arrays else "uniform/")
+        for kind, sampler in self.samplers.items():
+            sampler.load_state({k[len(kind) + 1:]: arrays[k] for k in arrays if k.startswith(kind + "/")})
+        self.updates = int(arrays["mix_updates"])
+
+    def close(self) -> None:
+        for sampler in self.samplers.values():
+            sampler.close()

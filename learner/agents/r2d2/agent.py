@@ -15,7 +15,7 @@ from learner.agents.r2d2.training import R2D2Trainer
 from learner.checkpoints import write_arrays_atomically
 from learner.inference import batched_policy
 from learner.optimizers import create_optimizer
-from learner.data import RateLimit
+from learner.data import RateLimit, require_memory
 from learner.data.replay import RateLimitedSampler, SampledBatch, SequenceReplay, sequence_bytes
 from learner.slots import StepInputs
 from learner.data.unrolls import UnrollStore
@@ -47,17 +47,6 @@ def exploration_epsilons(max_slots: int, num_eval_envs: int, eval_epsilon: float
     epsilons = base ** (1 + alpha * van_der_corput(np.maximum(training, 0)))
     epsilons[:num_eval_envs] = eval_epsilon
     return epsilons.astype(np.float32)
-
-
-def available_memory_bytes() -> Optional[int]:
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
 
 
 @register
@@ -167,11 +156,8 @@ class R2D2Agent:
     def _check_memory(self, capacity: int, sequence_steps: int, spec: EnvSpec) -> None:
         frames = int(capacity * self.unroll_length * 1.125) + sequence_steps
         needed = frames * spec.observation_nbytes + capacity * sequence_bytes(sequence_steps, self.network.state_size)
-        available = available_memory_bytes()
-        if available is not None and needed > 0.8 * available:
-            raise ValueError(
-                f"replay of {capacity * self.unroll_length:,} agent steps needs {needed / 2**30:.1f} GiB but only "
-                f"{available / 2**30:.1f} GiB is available; lower R2D2Agent.replay_capacity_steps")
+        require_memory(needed, f"replay of {capacity * self.unroll_length:,} agent steps",
+                       "lower R2D2Agent.replay_capacity_steps")
 
     def act(self, slot_ids: np.ndarray, inputs: StepInputs, steps: EnvStepBatch):
         actions, new_state = (x.numpy() for x in self.policy(

@@ -9,11 +9,12 @@ import numpy as np
 import tensorflow as tf
 
 from learner.agents.base import AgentContext, EvaluationPolicy, numpy_seed, register
-from learner.agents.minibatches import train_in_minibatches
+from learner.agents.minibatches import PER_UNROLL_ERRORS, train_in_minibatches
 from learner.agents.vtrace.training import VTraceTrainer
 from learner.batcher import LearnerStopped
 from learner.checkpoints import write_arrays_atomically
-from learner.data.unroll_replay import UnrollMix
+from learner.data import require_memory
+from learner.data.unroll_replay import SOURCE_KINDS, UnrollMix
 from learner.data.unrolls import UnrollQueue, UnrollStore
 from learner.inference import batched_policy
 from learner.networks import ActorCriticNetwork, EnvOutput
@@ -24,6 +25,8 @@ from seed.settings import require_positive
 from seed.specs import EnvSpec
 
 log = logging.getLogger(__name__)
+
+REPLAY_FEATURES = ("core", "policy_logits")
 
 
 @register
@@ -41,13 +44,20 @@ class VTraceAgent:
         `unroll_queue_capacity`: fresh unrolls the queue holds (64), which keeps the policy lag at most
             that many unrolls; at least the fresh unrolls of one batch.
         `sources`: where each batch comes from (learner/data/unroll_replay.py), a `{kind: ratio}` mapping
-            whose ratios sum to 1, kinds 'queue' (fresh unrolls, each used once) and 'uniform' (a FIFO
-            replay of whole unrolls, sampled uniformly) (None: `{'queue': 1.0}`, fresh unrolls only).
+            whose ratios sum to 1, kinds 'queue' (fresh unrolls, each used once) and the replays of one
+            shared FIFO ring of whole unrolls: 'uniform' (LASER's), 'prioritised' (by V-trace error,
+            PrioritisedSampler), 'elite' (the least off-policy, EliteSampler) and 'attentive' (nearest
+            the states visited now, AttentiveSampler) (None: `{'queue': 1.0}`, fresh unrolls only).
             `{'queue': 0.5, 'uniform': 0.5}` trains every environment step about twice.
-        `replay_capacity`: unrolls each replay holds, the oldest overwritten (1024; about 0.6 MB each on
-            Atari); unused without a replay source.
-        `min_replay_unrolls`: unrolls every replay holds before training starts (64); at most
-            `replay_capacity`.
+        `replay_capacity`: unrolls the shared ring holds, the oldest overwritten (1024; about 0.6 MB each on
+            Atari, plus 86 kB with elite or attentive sources); unused without a replay source. Its size is
+            logged at start and refused above 80 % of the available memory.
+        `min_replay_unrolls`: unrolls the ring holds before training starts (64); at most `replay_capacity`,
+            at least an elite or attentive source's unrolls per batch.
+        `replay_features`: the state features each step stores for elite and attentive sources, from the
+            same policy call that acted: 'core' (what the policy head sees: the torso's or LSTM's output,
+            512 floats with the Nature CNN) or 'policy_logits' (the logits; the one EliteSampler's 'kl_div'
+            compares) ('core'); unused by the other sources.
         `epochs`: passes over each batch (1; 2 in atari_vtrace.gin); pair several with
             `VTraceLoss.clip_epsilon`.
         `minibatches`: shuffled minibatches of whole unrolls per pass, each one gradient step (1; 8 in
@@ -64,7 +74,7 @@ class VTraceAgent:
     def __init__(self, context: AgentContext, unroll_length: int = 20, batch_size: int = 32,
                  unroll_queue_capacity: int = 64, sources: Optional[Dict[str, float]] = None,
                  replay_capacity: int = 1024, min_replay_unrolls: int = 64, epochs: int = 1,
-                 minibatches: int = 1, checkpoint_replay: bool = False):
+                 minibatches: int = 1, checkpoint_replay: bool = False, replay_features: str = "core"):
         spec = context.spec
         require_positive("VTraceAgent", unroll_length=unroll_length, batch_size=batch_size,
                          unroll_queue_capacity=unroll_queue_capacity, replay_capacity=replay_capacity,
@@ -78,14 +88,21 @@ class VTraceAgent:
             raise ValueError(f"VTraceAgent minibatches of {batch_size // minibatches} unrolls (batch_size={batch_size} / "
                              f"minibatches={minibatches}) do not split over {replicas} replicas; make "
                              "batch_size / minibatches a multiple of the replica count")
-        self.queue = UnrollQueue(unroll_queue_capacity)
-        self.data = UnrollMix(self.queue, sources or {"queue": 1.0}, batch_size, replay_capacity, min_replay_unrolls,
-                              seed=numpy_seed())
-        self.frames_per_unroll = unroll_length * spec.frames_per_step
-        # The fresh frames of a mixed batch (the learning-rate schedule and benchmarks count by it).
-        self.frames_per_update = self.data.fresh_per_batch * self.frames_per_unroll
+        if replay_features not in REPLAY_FEATURES:
+            raise ValueError(f"VTraceAgent.replay_features={replay_features!r} is unknown; use "
+                             f"{', '.join(REPLAY_FEATURES)}")
         with strategy.scope():  # mirrored variables when training on several replicas
             self.network = self.build_network(spec, context.num_stacked_frames)
+        self.replay_features = replay_features
+        self.frames_per_unroll = unroll_length * spec.frames_per_step
+        self.queue = UnrollQueue(unroll_queue_capacity)
+        sources = sources or {"queue": 1.0}
+        self.data = UnrollMix(self.queue, sources, batch_size, replay_capacity, min_replay_unrolls,
+                              seed=numpy_seed(), encode=self._encode,
+                              total_fresh_unrolls=context.total_environment_frames // self.frames_per_unroll)
+        # The fresh frames of a mixed batch (the learning-rate schedule and benchmarks count by it).
+        self.frames_per_update = self.data.fresh_per_batch * self.frames_per_unroll
+        with strategy.scope():
             self.optimizer = create_optimizer(
                 num_training_steps=context.total_environment_frames // self.frames_per_update * epochs * minibatches)
         self.trainer = VTraceTrainer(self.network, self.optimizer, strategy=strategy)
@@ -97,13 +114,20 @@ class VTraceAgent:
             "observation": (self.network.observation_shape, spec.observation_dtype),
             "reward": ((), "float32"), "first": ((), "bool"), "terminated": ((), "bool"),
             "truncated": ((), "bool"), "prev_action": ((), "int32"), "action": ((), "int32"),
-            "behaviour_logits": ((spec.num_actions,), "float32"),
+            "behaviour_logits": ((spec.num_actions,), "float32"), "behaviour_value": ((), "float32"),
             "core_state": ((self.network.state_size,), "float32"),
         }
+        if self.data.needs_features:
+            fields["features"] = ((self._feature_size(spec),), "float32")
         self.unrolls = UnrollStore(context.max_slots, unroll_length, fields)
         self.checkpoint_replay = checkpoint_replay
         self._unroll_nbytes = (unroll_length + 1) * sum(int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
                                                         for shape, dtype in fields.values())
+        if self.data.ring is not None:
+            require_memory(self.state_nbytes, f"a replay of {replay_capacity} unrolls",
+                           "lower VTraceAgent.replay_capacity")
+            log.info("replay: %d unrolls of %.2f MB, %.0f MB in all (%s)", replay_capacity, self._unroll_nbytes / 1e6,
+                     self.state_nbytes / 1e6, ", ".join(f"{k} {r:g}" for k, r in self.data.shares.items()))
         self._stop = context.stop
         self.state_size = self.network.state_size
 
@@ -111,9 +135,38 @@ class VTraceAgent:
         def policy(prev_actions, env_outputs, core_state):
             outputs, new_state = self.network(prev_actions, env_outputs, core_state)
             actions = tf.random.categorical(outputs.policy_logits, 1, dtype=tf.int32)[:, 0]
-            return actions, outputs.policy_logits, new_state
+            return actions, outputs.policy_logits, outputs.baseline, self._features_of(outputs), new_state
 
         self.policy = policy
+
+        @tf.function
+        def encode(prev_action, reward, first, observation, core_state):
+            outputs, _ = self.network.unroll(prev_action, EnvOutput(reward, first, observation), core_state)
+            return self._features_of(outputs)
+
+        self._encode_unrolls = encode
+
+    def _features_of(self, outputs):
+        """The stored state features of a policy call's outputs (`replay_features`); none when unused."""
+        if not self.data.needs_features:
+            return tf.zeros([tf.shape(outputs.baseline)[0], 0])
+        return outputs.policy_logits if self.replay_features == "policy_logits" else outputs.features
+
+    def _feature_size(self, spec: EnvSpec) -> int:
+        if self.replay_features == "policy_logits":
+            return spec.num_actions
+        outputs, _ = self.network(tf.zeros([1], tf.int32), EnvOutput(
+            tf.zeros([1]), tf.zeros([1], tf.bool), tf.zeros([1, *self.network.observation_shape],
+                                                              self.network.observation_dtype)),
+            self.network.initial_state(1))
+        return int(outputs.features.shape[-1])
+
+    def _encode(self, unrolls) -> np.ndarray:
+        """The current policy's features [n, T+1, F] of stored unrolls (elite sampling)."""
+        major = {k: np.swapaxes(unrolls[k], 0, 1) for k in ("prev_action", "reward", "first", "observation")}
+        features = self._encode_unrolls(major["prev_action"], major["reward"], major["first"], major["observation"],
+                                        unrolls["core_state"][:, 0])
+        return np.swapaxes(features.numpy(), 0, 1)
 
     @classmethod
     def evaluation_policy(cls, spec: EnvSpec, num_stacked_frames: int) -> EvaluationPolicy:
@@ -126,12 +179,15 @@ class VTraceAgent:
                                   spec.observation_dtype)
 
     def act(self, slot_ids: np.ndarray, inputs: StepInputs, steps: EnvStepBatch):
-        actions, logits, new_state = (x.numpy() for x in self.policy(
+        actions, logits, values, features, new_state = (x.numpy() for x in self.policy(
             inputs.prev_action, EnvOutput(inputs.reward, inputs.first, inputs.observation), inputs.core_state))
-        complete = self.unrolls.append(slot_ids, {
-            "observation": inputs.observation, "reward": inputs.reward, "first": inputs.first,
-            "terminated": steps.terminated, "truncated": steps.truncated, "prev_action": inputs.prev_action,
-            "action": actions, "behaviour_logits": logits, "core_state": inputs.core_state})
+        step = {"observation": inputs.observation, "reward": inputs.reward, "first": inputs.first,
+                "terminated": steps.terminated, "truncated": steps.truncated, "prev_action": inputs.prev_action,
+                "action": actions, "behaviour_logits": logits, "behaviour_value": values,
+                "core_state": inputs.core_state}
+        if self.data.needs_features:
+            step["features"] = features
+        complete = self.unrolls.append(slot_ids, step)
         if complete is not None and not self.queue.put(complete, self._stop):
             raise LearnerStopped()
         return actions, new_state
@@ -146,37 +202,39 @@ class VTraceAgent:
         """Returns the update's metrics (averaged over its gradient steps) and the environment frames it
         consumed (its fresh unrolls'; counted also when a non-finite step was skipped, as R2D2Agent
         counts what it inserted: the budget counts frames collected)."""
+        batch = {k: v for k, v in batch.items() if k != "features"}  # only the samplers compare them
         metrics = train_in_minibatches(self.trainer.update, batch, self.epochs, self.minibatches, self._shuffle)
+        self.data.feedback(metrics.pop(PER_UNROLL_ERRORS))
+        for kind in SOURCE_KINDS:  # each source's mean importance ratio pi/mu, where it gave steps
+            rho, steps = metrics.pop(f"source/{kind}_rho"), metrics.pop(f"source/{kind}_steps")
+            if kind in self.data.counts and steps > 0:
+                metrics[f"data/{kind}_rho"] = rho / steps
         return metrics, self.data.last_fresh * self.frames_per_unroll
 
     def trackables(self) -> Dict[str, object]:
         return {"agent": self.network, "optimizer": self.optimizer}
 
     def checkpoint_sidecars(self) -> Dict[str, object]:
-        return {"replay": self} if self.checkpoint_replay and self.data.replays else {}
+        return {"replay": self} if self.checkpoint_replay and self.data.ring is not None else {}
 
     @property
     def state_nbytes(self) -> int:
-        return sum(r.capacity for r in self.data.replays.values()) * self._unroll_nbytes
+        return self.data.ring.capacity * self._unroll_nbytes if self.data.ring is not None else 0
 
     def save_state(self, path: str) -> None:
-        """The mix's replays and its update count (the replay ages count from it), to `path`.
-        Called from the training thread (or after it stopped), the only one that touches them."""
-        arrays = {"mix_updates": np.asarray(self.data.updates)}
-        for kind, replay in self.data.replays.items():
-            arrays.update({f"{kind}/{k}": v for k, v in replay.state().items()})
-        write_arrays_atomically(path, arrays)
+        """The mix's ring, its samplers' state (priorities) and its update count (the replay ages
+        count from it), to `path`. The ring's lock keeps elite sampling's thread out meanwhile."""
+        write_arrays_atomically(path, self.data.state())
 
     def load_state(self, path: str) -> None:
         with np.load(path) as arrays:
-            for kind, replay in self.data.replays.items():
-                replay.load_state(arrays, prefix=f"{kind}/")
-            self.data.updates = int(arrays["mix_updates"])
-        log.info("restored replays %s from %s", {k: len(r) for k, r in self.data.replays.items()}, path)
+            self.data.load_state(arrays)
+        log.info("restored a replay of %d unrolls from %s", len(self.data.ring), path)
 
     def data_metrics(self) -> Dict[str, float]:
         return {"unroll_queue/depth": len(self.queue), **self.data.metrics()}
 
     def describe_data(self) -> str:
-        replays = "".join(f" | {kind} replay {len(r)}/{r.capacity}" for kind, r in self.data.replays.items())
-        return f"queue {len(self.queue)}/{self.queue.capacity}{replays}"
+        ring = self.data.ring
+        replay = f" | replay {len(ring)}/{ring.capacity} ({'+'.join(self.data.samplers)})" if ring is not None else ""
+        return f"queue {len(self.queue)}/{self.queue.capacity}{replay}"

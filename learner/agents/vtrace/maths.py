@@ -78,6 +78,12 @@ def entropy(logits):
     return -tf.reduce_sum(tf.nn.softmax(logits) * tf.nn.log_softmax(logits), axis=-1)
 
 
+def kl_divergence(behaviour_logits, logits):
+    """KL(mu || pi) per step, [T, B]: CLEAR's policy-cloning term (zero where pi acted itself)."""
+    behaviour_log_probs = tf.nn.log_softmax(behaviour_logits)
+    return tf.reduce_sum(tf.exp(behaviour_log_probs) * (behaviour_log_probs - tf.nn.log_softmax(logits)), axis=-1)
+
+
 def entropy_loss(logits, valid):
     """-E[H(pi(.|x_s))]: minimising it keeps the policy exploring."""
     return -masked_mean(entropy(logits), valid)

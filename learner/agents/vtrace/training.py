@@ -7,7 +7,9 @@ import tensorflow as tf
 
 from learner.agents.gradient_step import GradientStep
 from learner.agents.policy_losses import episode_masks
+from learner.agents.minibatches import PER_UNROLL_ERRORS
 from learner.agents.vtrace import maths as vtrace
+from learner.data.unroll_replay import SOURCE_KINDS
 from learner.distribution import split_batch
 from learner.networks import ActorCriticNetwork, EnvOutput
 from seed.settings import require_fraction, require_non_negative
@@ -19,13 +21,16 @@ class VTraceLoss:
 
     # policy/approx_kl estimates KL(mu || pi) from the stored behaviour logits (policy lag plus what
     # earlier epochs moved); policy/clip_fraction is the share of steps outside the clip range.
-    METRICS = ("loss/total", "loss/policy", "loss/baseline", "loss/entropy", "policy/approx_kl",
-               "policy/clip_fraction")
+    # source/<kind>_rho and source/<kind>_steps are the sum of pi/mu over that source's valid steps and
+    # their count, each over all valid steps: their quotient is the source's mean importance ratio.
+    METRICS = ("loss/total", "loss/policy", "loss/baseline", "loss/entropy", "loss/policy_cloning",
+               "loss/value_cloning", "policy/approx_kl", "policy/clip_fraction",
+               *(f"source/{kind}_{part}" for kind in SOURCE_KINDS for part in ("rho", "steps")))
 
     def __init__(self, discount: float = 0.99, lambda_: float = 1.0, clip_rho_threshold: float = 1.0,
                  clip_c_threshold: float = 1.0, clip_pg_rho_threshold: float = 1.0,
                  baseline_cost: float = 0.5, entropy_cost: float = 0.01, normalize_advantages: bool = False,
-                 clip_epsilon: float = 0.0):
+                 clip_epsilon: float = 0.0, policy_cloning_cost: float = 0.0, value_cloning_cost: float = 0.0):
         """The loss's coefficients; rho = pi/mu is the ratio of the learner's policy to the one that acted.
 
         Settings:
@@ -47,11 +52,22 @@ class VTraceLoss:
                 policy gradient (as APPO does): rho weighs each step and is clipped to 1 +- epsilon, so
                 several epochs over one batch (`VTraceAgent.epochs`) cannot push the policy far from the one
                 that acted; the value targets stay V-trace's (0.0: IMPALA's loss; 0.1 in atari_vtrace.gin).
+            `policy_cloning_cost`: CLEAR's (Rolnick et al. 2019) behavioural cloning of the policy: weight of
+                KL(mu || pi), the stored behaviour policy's divergence from the learner's, averaged over the
+                replayed valid steps of a mixed batch (`VTraceAgent.sources`) (0.0: off; CLEAR used 0.01).
+            `value_cloning_cost`: CLEAR's value cloning: weight of (V(x_s) - V_mu(x_s))^2, the learner's value
+                against the one stored when the step was acted, over the same steps (0.0: off; CLEAR 0.005).
+
+        Batches from a mix carry per step `source` (which source gave the unroll: its index in
+        learner.data.unroll_replay.SOURCE_KINDS, 0 the fresh queue) and `sample_weight` (prioritised
+        replay's importance weight, which weighs that unroll's steps in every mean); without them every
+        step is fresh and weighs 1.
         """
         require_fraction("VTraceLoss", discount=discount, lambda_=lambda_, clip_epsilon=clip_epsilon)
         require_non_negative("VTraceLoss", clip_rho_threshold=clip_rho_threshold, clip_c_threshold=clip_c_threshold,
                              clip_pg_rho_threshold=clip_pg_rho_threshold, baseline_cost=baseline_cost,
-                             entropy_cost=entropy_cost)
+                             entropy_cost=entropy_cost, policy_cloning_cost=policy_cloning_cost,
+                             value_cloning_cost=value_cloning_cost)
         self.discount = discount
         self.lambda_ = lambda_
         self.clip_rho_threshold = clip_rho_threshold
@@ -61,9 +77,12 @@ class VTraceLoss:
         self.entropy_cost = entropy_cost
         self.normalize_advantages = normalize_advantages
         self.clip_epsilon = clip_epsilon
+        self.policy_cloning_cost = policy_cloning_cost
+        self.value_cloning_cost = value_cloning_cost
 
     def __call__(self, agent: ActorCriticNetwork, unrolls: Dict[str, tf.Tensor]):
-        """`unrolls` holds time-major [T+1, B, ...] tensors; returns (total loss, metrics)."""
+        """`unrolls` holds time-major [T+1, B, ...] tensors; returns (total loss, metrics, per-unroll
+        errors [B]: the mean |v_s - V(x_s)| over each unroll's valid steps, prioritised replay's priority)."""
         outputs, _ = agent.unroll(unrolls["prev_action"],
                                EnvOutput(unrolls["reward"], unrolls["first"], unrolls["observation"]),
                                unrolls["core_state"][0])
@@ -71,9 +90,12 @@ class VTraceLoss:
         values = outputs.baseline[:-1]
         actions = unrolls["action"][:-1]
         target_log_probs = -tf.nn.sparse_softmax_cross_entropy_with_logits(labels=actions, logits=logits)
-        behaviour_log_probs = -tf.nn.sparse_softmax_cross_entropy_with_logits(
-            labels=actions, logits=unrolls["behaviour_logits"][:-1])
+        behaviour_logits = unrolls["behaviour_logits"][:-1]
+        behaviour_log_probs = -tf.nn.sparse_softmax_cross_entropy_with_logits(labels=actions, logits=behaviour_logits)
         discounts, valid = episode_masks(unrolls["terminated"], unrolls["truncated"], self.discount)
+        source = unrolls["source"][:-1] if "source" in unrolls else tf.zeros_like(actions)
+        # A prioritised unroll's importance weight weighs its steps in every mean below.
+        weighted = valid * unrolls["sample_weight"][:-1] if "sample_weight" in unrolls else valid
         log_rhos = target_log_probs - behaviour_log_probs
         returns = vtrace.vtrace_returns(
             log_rhos, discounts, unrolls["reward"][1:], values, outputs.baseline[-1], valid,
@@ -82,19 +104,31 @@ class VTraceLoss:
         if self.normalize_advantages:
             advantages = vtrace.normalize(advantages, valid)
         if self.clip_epsilon:
-            pg_loss = vtrace.clipped_surrogate_loss(log_rhos, advantages, valid, self.clip_epsilon)
+            pg_loss = vtrace.clipped_surrogate_loss(log_rhos, advantages, weighted, self.clip_epsilon)
         else:
-            pg_loss = vtrace.policy_gradient_loss(logits, actions, advantages, valid)
-        baseline_loss = vtrace.baseline_loss(returns.vs, values, valid)
-        entropy_loss = vtrace.entropy_loss(logits, valid)
-        total = pg_loss + self.baseline_cost * baseline_loss + self.entropy_cost * entropy_loss
+            pg_loss = vtrace.policy_gradient_loss(logits, actions, advantages, weighted)
+        baseline_loss = vtrace.baseline_loss(returns.vs, values, weighted)
+        entropy_loss = vtrace.entropy_loss(logits, weighted)
+        replayed = weighted * tf.cast(source > 0, tf.float32)
+        policy_cloning = vtrace.masked_mean(vtrace.kl_divergence(behaviour_logits, logits), replayed)
+        value_cloning = vtrace.masked_mean(tf.square(values - unrolls["behaviour_value"][:-1]), replayed) \
+            if "behaviour_value" in unrolls else tf.constant(0.0)
+        total = (pg_loss + self.baseline_cost * baseline_loss + self.entropy_cost * entropy_loss
+                 + self.policy_cloning_cost * policy_cloning + self.value_cloning_cost * value_cloning)
         rhos = tf.exp(log_rhos)
         clipped = tf.cast(tf.abs(rhos - 1.0) > self.clip_epsilon, tf.float32) if self.clip_epsilon else tf.zeros_like(rhos)
-        return total, {"loss/total": total, "loss/policy": pg_loss, "loss/baseline": baseline_loss,
-                       "loss/entropy": entropy_loss,
-                       "policy/approx_kl": vtrace.masked_mean(rhos - 1.0 - log_rhos, valid),
-                       "policy/clip_fraction": vtrace.masked_mean(clipped, valid),
-                       "valid_steps": tf.reduce_sum(valid)}
+        metrics = {"loss/total": total, "loss/policy": pg_loss, "loss/baseline": baseline_loss,
+                   "loss/entropy": entropy_loss, "loss/policy_cloning": policy_cloning,
+                   "loss/value_cloning": value_cloning,
+                   "policy/approx_kl": vtrace.masked_mean(rhos - 1.0 - log_rhos, weighted),
+                   "policy/clip_fraction": vtrace.masked_mean(clipped, weighted),
+                   "valid_steps": tf.reduce_sum(weighted)}
+        for index, kind in enumerate(SOURCE_KINDS):
+            of_kind = valid * tf.cast(source == index, tf.float32)
+            metrics[f"source/{kind}_rho"] = vtrace.masked_mean(rhos * of_kind, valid)
+            metrics[f"source/{kind}_steps"] = vtrace.masked_mean(of_kind, valid)
+        errors = tf.reduce_sum(tf.abs(returns.vs - values) * valid, 0) / tf.maximum(tf.reduce_sum(valid, 0), 1.0)
+        return total, metrics, tf.stop_gradient(errors)
 
 
 @gin.configurable(denylist=["agent", "optimizer", "strategy"])
@@ -130,25 +164,28 @@ class VTraceTrainer:
         weight, flattened into one vector so that combining replicas takes one all-reduce."""
         variables = self.agent.trainable_variables
         with tf.GradientTape() as tape:
-            total, metrics = self.loss(self.agent, unrolls)
+            total, metrics, errors = self.loss(self.agent, unrolls)
         weight = tf.maximum(metrics["valid_steps"], 1.0)  # the loss's masked means divide by it
         gradients = tape.gradient(total, variables)
         parts = [g * weight for g in gradients] + [metrics[k] * weight for k in VTraceLoss.METRICS] + [weight]
-        return tf.concat([tf.reshape(p, [-1]) for p in parts], 0)
+        return tf.concat([tf.reshape(p, [-1]) for p in parts], 0), errors
 
     def _update_impl(self, unrolls):
         # Summing weighted shares and dividing by the total weight gives exactly the masked means
         # (and their gradients) over the whole batch, however the valid steps fall between replicas.
-        sums = self.strategy.reduce(tf.distribute.ReduceOp.SUM,
-                                    self.strategy.run(self._replica_sums, args=(unrolls,)), axis=None)
+        replica_sums, replica_errors = self.strategy.run(self._replica_sums, args=(unrolls,))
+        sums = self.strategy.reduce(tf.distribute.ReduceOp.SUM, replica_sums, axis=None)
+        # This learner's replicas hold consecutive shares of its batch: their errors in batch order.
+        errors = tf.concat(self.strategy.experimental_local_results(replica_errors), 0)
         variables = self.agent.trainable_variables
         sizes = [int(np.prod(v.shape)) for v in variables] + [1] * (len(VTraceLoss.METRICS) + 1)
         parts = tf.split(sums / sums[-1], sizes)
         gradients = [tf.reshape(p, v.shape) for p, v in zip(parts, variables)]
         metrics = {k: p[0] for k, p in zip(VTraceLoss.METRICS, parts[len(variables):])}
-        return {**metrics, **self.step.apply(metrics["loss/total"], gradients)}
+        return {**metrics, **self.step.apply(metrics["loss/total"], gradients), PER_UNROLL_ERRORS: errors}
 
     def update(self, batch: Dict[str, np.ndarray]) -> Dict[str, float]:
-        """`batch` holds batch-major [B, T+1, ...] unrolls as the queue returns them."""
+        """`batch` holds batch-major [B, T+1, ...] unrolls as the queue returns them. The metrics include
+        PER_UNROLL_ERRORS, an array [B] (learner/agents/minibatches.py puts minibatches' back in order)."""
         time_major = {k: np.swapaxes(v, 0, 1) for k, v in batch.items()}
         return {k: v.numpy() for k, v in self._update(split_batch(self.strategy, time_major)).items()}

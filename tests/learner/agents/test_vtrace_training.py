@@ -21,6 +21,7 @@ def random_unrolls(rng, batch, length, obs_shape, obs_dtype, num_actions, state_
         "prev_action": rng.integers(0, num_actions, (batch, steps)).astype(np.int32),
         "action": rng.integers(0, num_actions, (batch, steps)).astype(np.int32),
         "behaviour_logits": rng.normal(size=(batch, steps, num_actions)).astype(np.float32),
+        "behaviour_value": rng.normal(size=(batch, steps)).astype(np.float32),
         "core_state": rng.normal(size=(batch, steps, state_size)).astype(np.float32),
     }
 
@@ -126,6 +127,7 @@ def test_clipped_surrogate_loss_trains():
 
 
 def test_vtrace_replay_mix_is_saved_and_restored_with_checkpoint_replay(tmp_path):
+    """A resumed run with replay checkpointing sees the same ring, sample counts and priorities."""
     import threading
 
     from learner.agents import AgentContext, VTraceAgent
@@ -134,25 +136,77 @@ def test_vtrace_replay_mix_is_saved_and_restored_with_checkpoint_replay(tmp_path
     def agent():
         return VTraceAgent(AgentContext(EnvSpec((4,), "float32", 2, 1), 1, 4, 10 ** 6, threading.Event()),
                            unroll_length=5, batch_size=4,
-                           sources={"queue": 0.5, "uniform": 0.5}, replay_capacity=8, min_replay_unrolls=4,
-                           checkpoint_replay=True)
+                           sources={"queue": 0.5, "uniform": 0.25, "prioritised": 0.25}, replay_capacity=8,
+                           min_replay_unrolls=4, checkpoint_replay=True)
 
     saved, stop, rng = agent(), threading.Event(), np.random.default_rng(3)
     for _ in range(5):
         assert saved.queue.put(random_unrolls(rng, 2, 5, (4, 1), "float32", 2, 0), stop)
     for _ in range(3):
-        saved.next_batch(stop)
+        saved.update(saved.next_batch(stop))  # the updates give the prioritised unrolls their errors
     assert saved.checkpoint_sidecars() == {"replay": saved}
-    # 8 unrolls x 6 steps x (observation 4 floats, reward, 3 flags, 2 actions, 2 logits; no core state)
-    assert saved.state_nbytes == 8 * 6 * (16 + 4 + 3 + 8 + 8)
+    # 8 unrolls x 6 steps x (observation 4 floats, reward, 3 flags, 2 actions, 2 logits, value; no core state)
+    assert saved.state_nbytes == 8 * 6 * (16 + 4 + 3 + 8 + 8 + 4)
     saved.save_state(str(tmp_path / "replay.npz"))
 
     restored = agent()
     restored.load_state(str(tmp_path / "replay.npz"))
-    before, after = saved.data.replays["uniform"], restored.data.replays["uniform"]
-    assert len(after) == len(before) == 8 and restored.data.updates == saved.data.updates == 3
-    for name, value in before.state().items():
-        np.testing.assert_array_equal(after.state()[name], value, err_msg=name)
+    before, after = saved.data.state(), restored.data.state()
+    assert len(restored.data.ring) == len(saved.data.ring) == 8 and restored.data.updates == saved.data.updates == 3
+    # Two replayed unrolls per batch were counted (a count starts again when its place is overwritten).
+    assert 0 < before["ring/times_sampled"].sum() <= 3 * 2
+    assert len(set(before["prioritised/tree"][-8:])) > 2  # errors, not only the initial priority
+    assert before.keys() == after.keys()
+    for name, value in before.items():
+        np.testing.assert_array_equal(after[name], value, err_msg=name)
     plain = VTraceAgent(AgentContext(EnvSpec((4,), "float32", 2, 1), 1, 4, 10 ** 6, threading.Event()),
                         checkpoint_replay=True)
     assert plain.checkpoint_sidecars() == {}  # fresh unrolls only: nothing to save
+
+
+def clear_terms(behaviour_logits, behaviour_value, source, rng):
+    """CLEAR's two terms of VTraceLoss on random unrolls, with the network's own outputs for them."""
+    import tensorflow as tf
+
+    from learner.agents.vtrace.training import VTraceLoss
+    from learner.networks import EnvOutput
+
+    agent = ActorCriticNetwork(3, (4, 1), "float32", torso="mlp")
+    batch = random_unrolls(rng, 4, 5, (4, 1), "float32", 3, 0)
+    major = {k: np.swapaxes(v, 0, 1) for k, v in batch.items()}
+    outputs, _ = agent.unroll(major["prev_action"], EnvOutput(major["reward"], major["first"], major["observation"]),
+                              major["core_state"][0])
+    major["behaviour_logits"] = behaviour_logits(outputs.policy_logits.numpy())
+    major["behaviour_value"] = behaviour_value(outputs.baseline.numpy())
+    major["source"] = np.repeat(source[None], 6, 0).astype(np.int32)
+    major["sample_weight"] = np.ones((6, 4), np.float32)
+    loss = VTraceLoss(policy_cloning_cost=0.01, value_cloning_cost=0.005)
+    _, metrics, _ = loss(agent, {k: tf.constant(v) for k, v in major.items()})
+    valid = 1.0 - (major["terminated"] | major["truncated"])[:-1]
+    return metrics, outputs, major, valid
+
+
+def test_clear_terms_vanish_on_the_policy_that_acted():
+    rng = np.random.default_rng(7)
+    metrics, *_ = clear_terms(lambda logits: logits, lambda values: values, np.array([0, 1, 3, 4]), rng)
+    assert abs(float(metrics["loss/policy_cloning"])) < 1e-6 and abs(float(metrics["loss/value_cloning"])) < 1e-10
+
+
+def test_clear_terms_match_numpy_on_the_replayed_steps_only():
+    rng = np.random.default_rng(8)
+    other = np.random.default_rng(9)
+    source = np.array([0, 1, 0, 2])  # two fresh unrolls (which CLEAR leaves alone) and two replayed
+    metrics, outputs, major, valid = clear_terms(lambda logits: other.normal(size=logits.shape).astype(np.float32),
+                                                 lambda values: other.normal(size=values.shape).astype(np.float32),
+                                                 source, rng)
+    mu = np.exp(major["behaviour_logits"][:-1]) / np.exp(major["behaviour_logits"][:-1]).sum(-1, keepdims=True)
+    logits = outputs.policy_logits.numpy()[:-1]
+    pi = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
+    mask = valid * (source > 0)[None]
+    kl = (mu * np.log(mu / pi)).sum(-1)
+    squared = (outputs.baseline.numpy()[:-1] - major["behaviour_value"][:-1]) ** 2
+    assert float(metrics["loss/policy_cloning"]) == pytest.approx((kl * mask).sum() / mask.sum(), rel=1e-4)
+    assert float(metrics["loss/value_cloning"]) == pytest.approx((squared * mask).sum() / mask.sum(), rel=1e-4)
+    # Each source's importance ratios are reported apart: here the fresh unrolls' and the uniform one's.
+    rhos_fresh = float(metrics["source/queue_rho"]) / float(metrics["source/queue_steps"])
+    assert rhos_fresh > 0 and float(metrics["source/elite_steps"]) == 0.0

@@ -3,7 +3,7 @@ import threading
 import numpy as np
 import pytest
 
-from learner.data.unroll_replay import UnrollMix, UnrollReplay, check_sources, split_counts
+from learner.data.unroll_replay import SOURCE_KINDS, UnrollMix, UnrollRing, check_sources, split_counts
 from learner.data.unrolls import UnrollQueue, UnrollStore
 
 T = 4
@@ -18,7 +18,7 @@ def test_split_counts_sum_to_the_batch_and_follow_the_ratios():
 
 @pytest.mark.parametrize("sources, message", [
     ({"queue": 0.5, "uniform": 0.4}, "must sum to 1, got 0.9"),
-    ({"queue": 0.5, "elite": 0.5}, "unknown source 'elite'"),
+    ({"queue": 0.5, "elit": 0.5}, "unknown source 'elit'"),
     ({"uniform": 1.0}, "needs a 'queue' share above 0"),
     ({"queue": 1.2, "uniform": -0.2}, "must not be negative"),
 ])
@@ -62,12 +62,15 @@ def test_a_mix_fills_its_replay_first_then_draws_its_sources_in_the_configured_r
     first = mix.next_batch(stop)
     # Four takes of 2 fill the replay to 8, then the batch takes 2 fresh and samples 6.
     assert mix.last_fresh == 8 + 2 and mix.shares == {"queue": 0.25, "uniform": 0.75}
-    assert first["t"].shape == (8, T + 1) and len(mix.replays["uniform"]) == 10
+    assert first["t"].shape == (8, T + 1) and len(mix.ring) == 10
+    # Every row says where it came from, per step: the fresh ones first, then the replayed ones.
+    np.testing.assert_array_equal(first["source"][:, 0], [0] * 2 + [SOURCE_KINDS.index("uniform")] * 6)
+    assert (first["source"] == first["source"][:, :1]).all() and (first["sample_weight"] == 1).all()
     for _ in range(5):
         batch = mix.next_batch(stop)
         assert mix.last_fresh == 2 and mix.shares == {"queue": 0.25, "uniform": 0.75}
         assert batch["t"].shape == (8, T + 1)
-    assert len(mix.replays["uniform"]) == 10 + 5 * 2
+    assert len(mix.ring) == 10 + 5 * 2
     assert len(queue) == 80 - 10 - 5 * 2
 
 
@@ -91,19 +94,22 @@ def test_replayed_unrolls_are_whole_unrolls_of_one_slot_with_the_logits_they_wer
         np.testing.assert_array_equal(unroll["behaviour_logits"][:, 0], unroll["slot"] * 1000.0 + unroll["t"])
         np.testing.assert_array_equal(unroll["behaviour_logits"][:, 1], unroll["first"])
         np.testing.assert_array_equal(unroll["first"], unroll["t"] % 7 == 0)
-        assert any(all(np.array_equal(unroll[k], c[k]) for k in unroll) for c in cut), "not an unroll the store cut"
+        assert any(all(np.array_equal(unroll[k], c[k]) for k in c) for c in cut), "not an unroll the store cut"
 
 
-def test_the_replay_evicts_its_oldest_unrolls_and_reports_their_age():
-    replay = UnrollReplay(capacity=3, seed=0)
+def test_the_ring_evicts_its_oldest_unrolls_and_reports_their_age():
+    ring = UnrollRing(capacity=3, seed=0)
     for update in range(5):
-        replay.add({"t": np.array([[update] * 2])}, update)
-    assert len(replay) == 3
-    sample, age = replay.sample(50, update=5)
+        ring.add({"t": np.array([[update] * 2])}, update)
+    assert len(ring) == 3
+    rng = np.random.default_rng(0)
+    positions = ring.uniform_positions(50, rng)
+    sample = ring.gather(positions)
     assert set(sample["t"][:, 0]) == {2, 3, 4}
-    assert age == pytest.approx(5 - np.mean(sample["t"][:, 0]))
-    replay.add({"t": np.arange(10)[:, None].repeat(2, 1)}, 6)  # more at once than it holds: the newest stay
-    assert set(replay.sample(50, update=6)[0]["t"][:, 0]) == {7, 8, 9}
+    assert ring.mean_age(positions, update=5) == pytest.approx(5 - np.mean(sample["t"][:, 0]))
+    ring.add({"t": np.arange(10)[:, None].repeat(2, 1)}, 6)  # more at once than it holds: the newest stay
+    assert set(ring.gather(ring.uniform_positions(50, rng))["t"][:, 0]) == {7, 8, 9}
+    assert len(ring.uniform_positions(50, rng, replace=False)) == 3  # distinct: no more than it holds
 
 
 def test_a_stopped_mix_returns_none_while_waiting_for_fresh_unrolls():
