@@ -201,14 +201,35 @@ class RateLimitedSampler:
     def _ready(self) -> bool:
         return self.rate.allows(self.replay.size, self.replay.num_inserted, self.sampled, self.batch_size)
 
+    def updates_owed(self) -> float:
+        """Batches the replay ratio allows that training has not taken yet (0 before the minimum fill)."""
+        if self.rate.samples_per_insert is None or not self.rate.filled(self.replay.size):
+            return 0.0
+        return (self.rate.samples_per_insert * self.replay.num_inserted - self.sampled) / self.batch_size
+
+    def wait_for_training(self, stop: threading.Event, max_lag_updates: Optional[int]) -> bool:
+        """The other direction of the ratio, for the inference thread before it inserts: waits while
+        training is more than `max_lag_updates` batches behind it (None: never), so a slow learner slows
+        the actors instead of training less per env step. False if `stop` was set while waiting."""
+        if max_lag_updates is None:
+            return True
+        with self._inserted:
+            while self.updates_owed() > max_lag_updates:
+                if stop.is_set():
+                    return False
+                self._inserted.wait(0.1)
+        return True
+
     def next_batch(self, stop: threading.Event) -> Optional[SampledBatch]:
         with self._inserted:
             while not self._ready():
                 if stop.is_set():
                     return None
                 self._inserted.wait(0.1)
-        self.sampled += self.batch_size
+            self.sampled += self.batch_size
+            self._inserted.notify_all()  # an insert waiting for training may go on
         return self.replay.sample(self.batch_size)
 
     def metrics(self) -> Dict[str, float]:
-        return {"replay/size_sequences": self.replay.size, "replay/dropped_sequences": self.replay.num_dropped}
+        return {"replay/size_sequences": self.replay.size, "replay/dropped_sequences": self.replay.num_dropped,
+                "replay/updates_owed": self.updates_owed()}

@@ -12,6 +12,7 @@ import tensorflow as tf
 
 from learner.agents.base import AgentContext, EvaluationPolicy, numpy_seed, register
 from learner.agents.r2d2.training import R2D2Trainer
+from learner.batcher import LearnerStopped
 from learner.checkpoints import write_arrays_atomically
 from learner.inference import batched_policy
 from learner.optimizers import create_optimizer
@@ -59,7 +60,7 @@ class R2D2Agent:
                  replay_capacity_steps: int = 250_000, min_replay_sequences: int = 500, replay_ratio: float = 4.0,
                  priority_exponent: float = 0.9, importance_exponent: float = 0.6, num_eval_envs: int = 1,
                  eval_epsilon: float = 0.001, epsilon_base: float = 0.4, epsilon_alpha: float = 7.0,
-                 checkpoint_replay: bool = False, seed: Optional[int] = None):
+                 checkpoint_replay: bool = False, seed: Optional[int] = None, max_lag_updates: Optional[int] = None):
         """Acts epsilon-greedily per env slot, stores overlapping sequences, samples them by priority.
 
         Settings:
@@ -89,6 +90,10 @@ class R2D2Agent:
                 so a restarted learner trains on where it stopped instead of refilling
                 `min_replay_sequences` first (False: a resumed run starts with an empty replay; the replay is
                 about 2 GiB at the Atari default).
+            `max_lag_updates`: inserts (and so every actor) wait while training is more than this many batches
+                behind `replay_ratio`, which then holds in both directions: a learner slower than the actors
+                slows them instead of training less per env step (None: inserts never wait, and on a machine
+                whose learner cannot keep up the ratio falls below `replay_ratio`; 8 in atari_r2d2.gin).
             `seed`: seed of the replay's sampling (None: drawn from numpy's global generator, which
                 run_learner.seed seeds).
         """
@@ -130,6 +135,10 @@ class R2D2Agent:
         self.epsilons = exploration_epsilons(max_slots, num_eval_envs, eval_epsilon, epsilon_base, epsilon_alpha)
         self.evaluation_slots = np.arange(max_slots) < num_eval_envs
         self.data = RateLimitedSampler(self.replay, batch_size, RateLimit(min_replay_sequences, replay_ratio))
+        if max_lag_updates is not None and max_lag_updates < 0:
+            raise ValueError(f"R2D2Agent.max_lag_updates={max_lag_updates} must be 0 or more (None: inserts never wait)")
+        self.max_lag_updates = max_lag_updates
+        self._stop = context.stop
         self._counted_sequences = 0
         self._last_rates = (time.monotonic(), 0, 0)
         self.state_size = self.network.state_size
@@ -165,6 +174,8 @@ class R2D2Agent:
             self.epsilons[slot_ids]))
         train = ~self.evaluation_slots[slot_ids]  # evaluation envs' experience is not stored
         if train.any():
+            if not self.data.wait_for_training(self._stop, self.max_lag_updates):
+                raise LearnerStopped()
             rows = slot_ids[train]
             complete = self.sequences.append(rows, {
                 "frame_pos": self.replay.add_frames(steps.observations[train]),
