@@ -131,8 +131,8 @@ class EliteSampler(Sampler):
         if not self.prefetch:
             return self.prepare(update)
         self._update = update
-        if self._thread is None:
-            self._prepared = queue.Queue(self.prefetch)
+        if self._thread is None or not self._thread.is_alive():  # first call, or a stop ended the last one
+            self._prepared = self._prepared or queue.Queue(self.prefetch)
             self._thread = threading.Thread(target=self._prepare_ahead, args=(stop,), name="elite-candidates",
                                             daemon=True)
             self._thread.start()

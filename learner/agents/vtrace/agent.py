@@ -139,7 +139,12 @@ class VTraceAgent:
 
         self.policy = policy
 
-        @tf.function
+        # Any number of candidates (lambda anneals) and steps, traced once.
+        @tf.function(input_signature=(
+            tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([None, None], tf.float32),
+            tf.TensorSpec([None, None], tf.bool),
+            tf.TensorSpec([None, None, *self.network.observation_shape], self.network.observation_dtype),
+            tf.TensorSpec([None, self.network.state_size], tf.float32)))
         def encode(prev_action, reward, first, observation, core_state):
             outputs, _ = self.network.unroll(prev_action, EnvOutput(reward, first, observation), core_state)
             return self._features_of(outputs)

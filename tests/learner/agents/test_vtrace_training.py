@@ -210,3 +210,32 @@ def test_clear_terms_match_numpy_on_the_replayed_steps_only():
     # Each source's importance ratios are reported apart: here the fresh unrolls' and the uniform one's.
     rhos_fresh = float(metrics["source/queue_rho"]) / float(metrics["source/queue_steps"])
     assert rhos_fresh > 0 and float(metrics["source/elite_steps"]) == 0.0
+
+
+@pytest.mark.parametrize("features", ["core", "policy_logits"])
+def test_the_acting_call_stores_the_features_the_policy_would_encode_and_an_elite_mix_trains(features):
+    """Through the inference pipeline: each stored step's features are the ones the same weights give
+    when elite sampling re-encodes the unroll (so before any update every distance is zero), and a
+    batch of all five sources trains."""
+    import threading
+
+    from learner.agents import AgentContext, VTraceAgent
+    from learner.inference import InferencePipeline
+    from seed.specs import EnvSpec
+    from tests.learner.agents.test_contract import first_batch
+
+    spec = EnvSpec((4,), "float32", 3)
+    agent = VTraceAgent(AgentContext(spec, 1, 8, 10 ** 6, threading.Event()), unroll_length=4, batch_size=5,
+                        unroll_queue_capacity=400, replay_capacity=16, min_replay_unrolls=4, replay_features=features,
+                        sources={"queue": 0.2, "uniform": 0.2, "prioritised": 0.2, "elite": 0.2, "attentive": 0.2})
+    pipeline = InferencePipeline(agent, spec, max_slots=8, num_stacked_frames=1, reward_clipping="none")
+    rng = np.random.default_rng(4)
+    batch = first_batch(agent, pipeline, rng)
+    width = 3 if features == "policy_logits" else 64
+    assert batch["features"].shape == (5, 5, width)
+    np.testing.assert_allclose(agent._encode(batch), batch["features"], rtol=1e-4, atol=1e-5)
+    assert agent.data.metrics()["data/elite_distance"] == pytest.approx(0.0, abs=1e-4)
+    metrics, frames = agent.update(batch)
+    assert metrics["update_applied"] and frames == 4 and all(f"data/{k}_rho" in metrics for k in
+                                                             ("queue", "uniform", "prioritised", "elite", "attentive"))
+    agent.data.close()
