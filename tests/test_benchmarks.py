@@ -136,3 +136,17 @@ def test_chaos_run_survives_killed_actors_a_killed_learner_and_a_stopped_actor(t
     assert record["readable_checkpoint"] and record["episodes_after_last_kill"] > 0
     assert record["env_frames_stepped"] > 0 and record["frames_trained"] > 0
     assert record["exit_codes"] == [0, 0]
+
+
+def test_replay_mixes_benchmark_measures_each_mix_beside_the_default(tmp_path):
+    records = run_benchmark("replay_mixes.py", "--env", "classic", "--actors", "1", "--envs", "4", "--mixes",
+                            "elite_strata", "--seconds", "25", "--warmup_s", "3", "--logdir", str(tmp_path),
+                            "--gin_bindings", "run_learner.progress_interval_s=1",
+                            "--gin_bindings", "VTraceAgent.min_replay_unrolls=8", timeout_s=300)
+    assert [r["mix"] for r in records] == ["default", "elite_strata"]
+    default, elite = records
+    assert default["env_frames_ratio_to_default"] == 1.0 and default["updates_ratio_to_default"] == 1.0
+    assert elite["env_frames_per_s"] > 0 and elite["updates_per_s"] > 0
+    assert elite["env_frames_ratio_to_default"] == round(elite["env_frames_per_s"] / default["env_frames_per_s"], 3)
+    metrics = elite["source_metrics"]
+    assert metrics["data/share_elite"] == 0.5 and metrics["data/elite_distance"] >= 0 and metrics["data/elite_rho"] > 0
