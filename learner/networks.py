@@ -62,9 +62,13 @@ def impala_resnet(initializer=lambda: "glorot_uniform", channels: Sequence[int] 
     return keras.Sequential(layers, name="impala_resnet")
 
 
-def mlp(initializer=lambda: "glorot_uniform", hidden_sizes: Sequence[int] = (64, 64)) -> keras.Sequential:
+MLP_ACTIVATIONS = ("tanh", "relu")
+
+
+def mlp(initializer=lambda: "glorot_uniform", hidden_sizes: Sequence[int] = (64, 64),
+        activation: str = "tanh") -> keras.Sequential:
     return keras.Sequential([keras.layers.Flatten()] +
-                            [keras.layers.Dense(h, activation="tanh", kernel_initializer=initializer())
+                            [keras.layers.Dense(h, activation=activation, kernel_initializer=initializer())
                              for h in hidden_sizes], name="mlp")
 
 
@@ -94,8 +98,11 @@ class RecurrentNetwork(tf.Module):
     def __init__(self, name: str, num_actions: int, observation_shape: Sequence[int], observation_dtype: str,
                  torso: Optional[str], lstm_units: int, mlp_hidden_sizes: Sequence[int],
                  initialization: str = "glorot", separate_critic: bool = False,
-                 normalize_observations: bool = False, observation_clip: float = 10.0):
+                 normalize_observations: bool = False, observation_clip: float = 10.0,
+                 mlp_activation: str = "tanh"):
         super().__init__(name=name)
+        if mlp_activation not in MLP_ACTIVATIONS:
+            raise ValueError(f"unknown mlp_activation {mlp_activation!r}; use one of {MLP_ACTIVATIONS}")
         if separate_critic and lstm_units:
             raise ValueError(f"{type(self).__name__}.separate_critic needs a feed-forward network; "
                              "set lstm_units = 0 or separate_critic = False")
@@ -115,7 +122,7 @@ class RecurrentNetwork(tf.Module):
         self._scale = 1.0 / 255.0 if observation_dtype == "uint8" else 1.0
         # Gain sqrt(2) suits ReLU layers; the PPO implementations we compare with use it for tanh MLPs too.
         torso_init = _initializer(initialization, 2 ** 0.5)
-        make_torso = lambda: (TORSOS[torso](torso_init, mlp_hidden_sizes) if torso == "mlp"
+        make_torso = lambda: (TORSOS[torso](torso_init, mlp_hidden_sizes, mlp_activation) if torso == "mlp"
                               else TORSOS[torso](torso_init))
         self._torso = make_torso()
         self._value_torso = make_torso() if separate_critic else None
@@ -269,11 +276,13 @@ class ContinuousActorCriticNetwork(RecurrentNetwork):
     def __init__(self, action_size: int, observation_shape: Sequence[int], observation_dtype: str,
                  mlp_hidden_sizes: Sequence[int] = (64, 64), separate_critic: bool = True,
                  initial_log_std: float = 0.0, normalize_observations: bool = True,
-                 observation_clip: float = 10.0, initialization: str = "orthogonal"):
+                 observation_clip: float = 10.0, initialization: str = "orthogonal", mlp_activation: str = "tanh"):
         """The network for `action_size`-dimensional actions on observations of `observation_shape`.
 
         Settings:
-            `mlp_hidden_sizes`: widths of each torso's tanh layers ((64, 64), CleanRL's and SEED RL's for MuJoCo).
+            `mlp_hidden_sizes`: widths of each torso's layers ((64, 64), CleanRL's and SEED RL's for MuJoCo).
+            `mlp_activation`: the torso layers' activation, 'tanh' or 'relu' ('tanh'; rl-baselines3-zoo's tuned
+                HalfCheetah PPO uses 'relu' with (256, 256)).
             `separate_critic`: the value has its own torso instead of sharing the policy's (True: on MuJoCo a
                 shared torso lets the value's larger gradient crowd out the policy's).
             `initial_log_std`: the log standard deviation the policy starts with, per action dimension
@@ -286,7 +295,8 @@ class ContinuousActorCriticNetwork(RecurrentNetwork):
                 or 'glorot' ('orthogonal').
         """
         super().__init__("continuous_actor_critic", action_size, observation_shape, observation_dtype, "mlp", 0,
-                         mlp_hidden_sizes, initialization, separate_critic, normalize_observations, observation_clip)
+                         mlp_hidden_sizes, initialization, separate_critic, normalize_observations, observation_clip,
+                         mlp_activation)
         self._mean = keras.layers.Dense(action_size, name="policy_mean",
                                         kernel_initializer=_initializer(initialization, 0.01)())
         self._baseline = keras.layers.Dense(1, name="baseline", kernel_initializer=_initializer(initialization, 1.0)())

@@ -96,3 +96,15 @@ def test_every_layer_draws_its_own_orthogonal_weights():
     conv2, conv3 = (v.numpy().reshape(-1, 64)[:512].ravel() for v in cnn.trainable_variables
                     if v.shape in ((4, 4, 32, 64), (3, 3, 64, 64)))
     assert abs(np.corrcoef(conv2, conv3)[0, 1]) < 0.1
+
+
+def test_the_mlp_activation_is_the_one_configured_and_an_unknown_one_is_refused():
+    from learner.networks import ContinuousActorCriticNetwork
+
+    network = ContinuousActorCriticNetwork(2, (3,), "float32", mlp_hidden_sizes=(8,), mlp_activation="relu",
+                                           normalize_observations=False)
+    torso_outputs = network._torso_outputs(tf.constant(np.random.default_rng(0).normal(size=(64, 3)), tf.float32))
+    policy_features, _ = network._split_features(torso_outputs)
+    assert float(tf.reduce_min(policy_features)) == 0.0  # ReLU: some units cut to zero, none below
+    with pytest.raises(ValueError, match="unknown mlp_activation 'gelu'; use one of"):
+        ContinuousActorCriticNetwork(2, (3,), "float32", mlp_activation="gelu")
