@@ -46,7 +46,9 @@ def summarise(logdir: str, warmup_s: float) -> dict:
     if len(trained) < 3:
         raise RuntimeError(f"{logdir}: fewer than 3 progress records after the first update; raise --seconds")
     start = trained[0]["time"] + warmup_s
-    steady = [r for r in trained if r["time"] >= start] or trained[-3:]
+    steady = [r for r in trained if r["time"] >= start]
+    if len(steady) < 2:  # a short or slow run: its last records, warm or not
+        steady = trained[-3:]
     env_rates, update_rates = [], []
     for before, after in zip(steady, steady[1:]):
         seconds = after["time"] - before["time"]

@@ -12,7 +12,10 @@ def episode_masks(terminated, truncated, discount):
 
 
 def masked_mean(x, valid):
-    return tf.reduce_sum(x * valid) / tf.maximum(tf.reduce_sum(valid), 1.0)
+    """The mean of x over the mask's weight (a 0/1 mask, or loss weights below 1: only an empty mask
+    divides by 1 instead)."""
+    total = tf.reduce_sum(valid)
+    return tf.reduce_sum(x * valid) / tf.where(total > 0, total, 1.0)
 
 
 def clipped_surrogate_loss(log_rhos, advantages, valid, epsilon):

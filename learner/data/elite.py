@@ -69,7 +69,7 @@ def select_elite(distances: np.ndarray, times_sampled: np.ndarray, count: int, s
     return np.array([stratum[np.lexsort((distances[stratum], times_sampled[stratum]))[0]] for stratum in strata])
 
 
-@gin.configurable(denylist=["ring", "count", "rng", "encode", "total_updates"])
+@gin.configurable(denylist=["ring", "count", "rng", "encode", "total_updates", "features"])
 class EliteSampler(Sampler):
     """Elite sampling of stored unrolls (module docstring). `encode(unrolls)` gives the current
     policy's features [n, T+1, F] for stored unrolls.
@@ -87,12 +87,15 @@ class EliteSampler(Sampler):
     """
 
     def __init__(self, ring, count: int, rng: np.random.Generator, encode: Callable[[Unrolls], np.ndarray],
-                 total_updates: int, strategy: str = "lowest", distance: str = "ln_norm", norm_order: float = 2.0,
+                 total_updates: int, features: str = "core", strategy: str = "lowest", distance: str = "ln_norm", norm_order: float = 2.0,
                  lambda_batch_multiplier: float = 2.0, alfa_annealing_factor: float = 1.0, prefetch: int = 2):
         if strategy not in STRATEGIES:
             raise ValueError(f"EliteSampler.strategy={strategy!r} is unknown; use {', '.join(STRATEGIES)}")
         if distance not in DISTANCES:
             raise ValueError(f"EliteSampler.distance={distance!r} is unknown; use {', '.join(DISTANCES)}")
+        if distance == "kl_div" and features != "policy_logits":
+            raise ValueError("EliteSampler.distance='kl_div' compares policies: set VTraceAgent.replay_features = "
+                             "'policy_logits', or use 'ln_norm' or 'cos_dist'")
         if lambda_batch_multiplier < 1:
             raise ValueError(f"EliteSampler.lambda_batch_multiplier={lambda_batch_multiplier:g} draws fewer "
                              "candidates than unrolls; use 1 (uniform) or more")
@@ -119,13 +122,13 @@ class EliteSampler(Sampler):
             positions = self.rng.choice(len(self.ring), min(int(np.ceil(lam * self.count)), len(self.ring)),
                                         replace=False)
             times_sampled = self.ring.times_sampled[positions].copy()
-            candidates = self.ring.gather(positions)
+            candidates, inserted_at, generations = self.ring.take(positions)
         distances = off_policy_distances(candidates["features"], self.encode(candidates), self.distance,
                                          self.norm_order)
         chosen = select_elite(distances, times_sampled, self.count, self.strategy)
-        return Drawn({k: v[chosen] for k, v in candidates.items()}, positions[chosen],
-                     metrics={"distance": float(distances[chosen].mean()),
-                              "candidate_distance": float(distances.mean()), "lambda": lam})
+        return Drawn({k: v[chosen] for k, v in candidates.items()}, positions[chosen], inserted_at[chosen],
+                     generations[chosen], metrics={"distance": float(distances[chosen].mean()),
+                                                   "candidate_distance": float(distances.mean()), "lambda": lam})
 
     def draw(self, update: int, fresh: Unrolls, stop: threading.Event) -> Optional[Drawn]:
         if not self.prefetch:

@@ -18,8 +18,19 @@ from seed.settings import require_non_negative, require_positive
 class Drawn(NamedTuple):
     unrolls: Unrolls
     positions: np.ndarray
+    inserted_at: np.ndarray  # the update each came in at (its age)
+    generations: np.ndarray  # its place's generation when taken (UnrollRing)
     weights: Optional[np.ndarray] = None  # per-unroll loss weights; None: all 1
     metrics: Dict[str, float] = {}
+
+
+def drawn(ring, positions: np.ndarray, chosen: Optional[np.ndarray] = None, **extra) -> Drawn:
+    """The unrolls at `positions` (of those, the `chosen` indices) as one consistent Drawn."""
+    unrolls, inserted_at, generations = ring.take(positions)
+    if chosen is not None:
+        unrolls, positions = {k: v[chosen] for k, v in unrolls.items()}, positions[chosen]
+        inserted_at, generations = inserted_at[chosen], generations[chosen]
+    return Drawn(unrolls, positions, inserted_at, generations, **extra)
 
 
 def annealed_multiplier(multiplier: float, update: int, total_updates: int, annealing_factor: float) -> float:
@@ -57,8 +68,7 @@ class UniformSampler(Sampler):
         self.ring, self.count, self.rng = ring, count, rng
 
     def draw(self, update: int, fresh: Unrolls, stop: threading.Event) -> Drawn:
-        positions = self.ring.uniform_positions(self.count, self.rng)
-        return Drawn(self.ring.gather(positions), positions)
+        return drawn(self.ring, self.ring.uniform_positions(self.count, self.rng))
 
 
 @gin.configurable(denylist=["ring", "count", "rng"])
@@ -99,7 +109,7 @@ class PrioritisedSampler(Sampler):
         positions = self.tree.sample(self.count, self.rng)
         probabilities = self.tree.get(positions) / self.tree.total
         weights = (len(self.ring) * probabilities) ** -self.beta
-        return Drawn(self.ring.gather(positions), positions, weights / weights.max())
+        return drawn(self.ring, positions, weights=weights / weights.max())
 
     def state(self) -> Dict[str, np.ndarray]:
         return {"tree": self.tree.nodes.copy(), "max_priority": np.asarray(self.max_priority)}
@@ -108,6 +118,8 @@ class PrioritisedSampler(Sampler):
         if "tree" in arrays:
             self.tree.load(arrays["tree"])
             self.max_priority = float(arrays["max_priority"])
+        else:  # a ring saved without this source (the ring loads first): every unroll starts equal
+            self.inserted(np.arange(len(self.ring)))
 
 
 @gin.configurable(denylist=["ring", "count", "rng", "total_updates"])
@@ -135,11 +147,9 @@ class AttentiveSampler(Sampler):
     def draw(self, update: int, fresh: Unrolls, stop: threading.Event) -> Drawn:
         lam = annealed_multiplier(self.multiplier, update, self.total_updates, self.annealing)
         positions = self.ring.uniform_positions(int(np.ceil(lam * self.count)), self.rng, replace=False)
-        candidates = self.ring.gather(positions)
-        distances = nearest_distances(mean_features(candidates), mean_features(fresh))
+        distances = nearest_distances(mean_features(self.ring.gather(positions)), mean_features(fresh))
         chosen = np.argsort(distances, kind="stable")[:self.count]
-        return Drawn({k: v[chosen] for k, v in candidates.items()}, positions[chosen],
-                     metrics={"distance": float(distances[chosen].mean()), "lambda": lam})
+        return drawn(self.ring, positions, chosen, metrics={"distance": float(distances[chosen].mean()), "lambda": lam})
 
 
 def nearest_distances(candidates: np.ndarray, references: np.ndarray) -> np.ndarray:

@@ -17,7 +17,7 @@ its loss weight (prioritised replay's importance weight, 1 elsewhere) per step, 
 tell replayed from fresh steps (CLEAR's terms, the per-source metrics).
 """
 import threading
-from typing import Callable, Dict, Optional, Sequence
+from typing import Callable, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -35,8 +35,10 @@ class UnrollRing:
     """A ring of `capacity` unrolls (the oldest is overwritten) that every replay source samples.
 
     Buffers are allocated when the first unrolls arrive, from their shapes. It records per
-    unroll the update it came in at (ages) and how often a batch took it (elite sampling's
-    preference). `lock` guards every access: elite sampling reads it from its own thread."""
+    unroll the update it came in at (ages), how often a batch took it (elite sampling's
+    preference) and a generation that changes whenever its place is written, so a choice made
+    ahead (elite's prefetch) does not count towards the unroll that has replaced it. `lock` guards
+    every access: elite sampling reads it from its own thread."""
 
     def __init__(self, capacity: int, seed: Optional[int] = None):
         self.capacity = capacity
@@ -44,6 +46,8 @@ class UnrollRing:
         self._buffers: Dict[str, np.ndarray] = {}
         self.inserted_at = np.zeros(capacity, np.int64)
         self.times_sampled = np.zeros(capacity, np.int64)
+        self.generation = np.zeros(capacity, np.int64)
+        self._writes = 0
         self._next = 0
         self._size = 0
         self._rng = np.random.default_rng(seed)
@@ -64,6 +68,8 @@ class UnrollRing:
                 buffer[positions] = unrolls[name]
             self.inserted_at[positions] = update
             self.times_sampled[positions] = 0
+            self._writes += 1
+            self.generation[positions] = self._writes
             self._next = int((self._next + n) % self.capacity)
             self._size = min(self.capacity, self._size + n)
         return positions
@@ -73,6 +79,11 @@ class UnrollRing:
         with self.lock:
             return {k: b[positions] for k, b in self._buffers.items()}
 
+    def take(self, positions: np.ndarray) -> Tuple[Unrolls, np.ndarray, np.ndarray]:
+        """The unrolls at `positions` with the update each came in at and its generation, in one view."""
+        with self.lock:
+            return self.gather(positions), self.inserted_at[positions], self.generation[positions]
+
     def uniform_positions(self, n: int, rng: np.random.Generator, replace: bool = True) -> np.ndarray:
         """`n` positions drawn uniformly; without replacement the draw stops at the ring's size."""
         with self.lock:
@@ -80,20 +91,24 @@ class UnrollRing:
                 return rng.integers(0, self._size, n)
             return rng.choice(self._size, min(n, self._size), replace=False)
 
-    def mark_sampled(self, positions: np.ndarray) -> None:
+    def mark_sampled(self, positions: np.ndarray, generations: np.ndarray) -> None:
+        """Counts a batch's use of these unrolls, unless their place was written since they were taken."""
         with self.lock:
-            np.add.at(self.times_sampled, positions, 1)
-
-    def mean_age(self, positions: np.ndarray, update: int) -> float:
-        with self.lock:
-            return float(np.mean(update - self.inserted_at[positions]))
+            unchanged = self.generation[positions] == generations
+            np.add.at(self.times_sampled, positions[unchanged], 1)
 
     def state(self) -> Dict[str, np.ndarray]:
-        """The stored unrolls and their ring position, as named arrays (to save with a checkpoint)."""
+        """The stored unrolls and their ring position, as named arrays (to save with a checkpoint): views
+        of the live buffers, so hold `lock` until they are written (no second copy of a large ring)."""
         with self.lock:
-            return {**{f"unroll_{k}": v.copy() for k, v in self._buffers.items()},
-                    "inserted_at": self.inserted_at.copy(), "times_sampled": self.times_sampled.copy(),
+            return {**{f"unroll_{k}": v for k, v in self._buffers.items()},
+                    "inserted_at": self.inserted_at, "times_sampled": self.times_sampled,
+                    "generation": self.generation, "writes": np.asarray(self._writes),
                     "next": np.asarray(self._next), "size": np.asarray(self._size)}
+
+    def field_shapes(self) -> Dict[str, Tuple[Tuple[int, ...], str]]:
+        """Each stored field's per-unroll shape and dtype (empty before the first unroll)."""
+        return {k: (tuple(b.shape[1:]), str(b.dtype)) for k, b in self._buffers.items()}
 
     def load_state(self, arrays, prefix: str = "") -> None:
         """Puts back what `state` returned (under `prefix`); a ring of another capacity is refused."""
@@ -105,8 +120,10 @@ class UnrollRing:
         with self.lock:
             self._buffers = {name: np.array(arrays[prefix + "unroll_" + name]) for name in names}
             self.inserted_at[:] = saved
-            if prefix + "times_sampled" in arrays:  # saved before sample counts were kept: zeros
-                self.times_sampled[:] = arrays[prefix + "times_sampled"]
+            for name in ("times_sampled", "generation"):  # saved before they were kept: zeros
+                if prefix + name in arrays:
+                    getattr(self, name)[:] = arrays[prefix + name]
+            self._writes = int(arrays[prefix + "writes"]) if prefix + "writes" in arrays else 0
             self._next, self._size = int(arrays[prefix + "next"]), int(arrays[prefix + "size"])
 
 
@@ -138,7 +155,7 @@ def check_sources(sources: Dict[str, float], name: str) -> Dict[str, float]:
 
 
 def build_sampler(kind: str, ring: UnrollRing, count: int, rng: np.random.Generator,
-                  encode: Optional[Callable[[Unrolls], np.ndarray]], total_updates: int):
+                  encode: Optional[Callable[[Unrolls], np.ndarray]], total_updates: int, features: str):
     """The sampler of a replay source; each gets a generator of its own (elite's runs on a thread)."""
     rng = np.random.default_rng(rng.integers(2 ** 63))
     if kind == "uniform":
@@ -147,7 +164,7 @@ def build_sampler(kind: str, ring: UnrollRing, count: int, rng: np.random.Genera
         return PrioritisedSampler(ring, count, rng)
     if kind == "attentive":
         return AttentiveSampler(ring, count, rng, total_updates)
-    return EliteSampler(ring, count, rng, encode, total_updates)
+    return EliteSampler(ring, count, rng, encode, total_updates, features=features)
 
 
 def per_step(values: np.ndarray, steps: int) -> np.ndarray:
@@ -166,11 +183,13 @@ class UnrollMix:
 
     `encode(unrolls) -> [n, T+1, F]` is the current policy's state features of stored unrolls
     (elite sampling's re-encoding); `total_fresh_unrolls` is the run's length in fresh unrolls (the
-    candidate multipliers anneal over its updates)."""
+    candidate multipliers anneal over its updates); `features` says what those features are
+    ('core' or 'policy_logits': only logits make elite's 'kl_div' meaningful)."""
 
     def __init__(self, queue: UnrollQueue, sources: Dict[str, float], batch_size: int, replay_capacity: int,
                  min_replay_unrolls: int, seed: Optional[int] = None, name: str = "VTraceAgent",
-                 encode: Optional[Callable[[Unrolls], np.ndarray]] = None, total_fresh_unrolls: int = 1):
+                 encode: Optional[Callable[[Unrolls], np.ndarray]] = None, total_fresh_unrolls: int = 1,
+                 features: str = "core"):
         sources = check_sources(sources, f"{name}.sources")
         self.counts = dict(zip(sources, (int(c) for c in split_counts(batch_size, list(sources.values())))))
         self.fresh_per_batch = self.counts["queue"]
@@ -195,12 +214,13 @@ class UnrollMix:
         self.ring = UnrollRing(replay_capacity, seed) if replay_kinds else None
         rng = np.random.default_rng(seed)
         total_updates = max(1, total_fresh_unrolls // self.fresh_per_batch)
-        self.samplers = {k: build_sampler(k, self.ring, self.counts[k], rng, encode, total_updates)
+        self.samplers = {k: build_sampler(k, self.ring, self.counts[k], rng, encode, total_updates, features)
                          for k in replay_kinds}
         # Fresh unrolls pace the mix (the queue's back-pressure); the replays only need their fill.
         self.rate = RateLimit(min_size=min_replay_unrolls)
         self.updates = 0
         self.last_fresh = 0
+        self._filled = 0
         self._last: Dict[str, Drawn] = {}
         self._last_fresh_positions = np.zeros(0, np.int64)
         self._metrics: Dict[str, float] = {}
@@ -216,13 +236,12 @@ class UnrollMix:
         return positions
 
     def next_batch(self, stop: threading.Event) -> Optional[Unrolls]:
-        consumed = 0
         while self.ring is not None and not self.rate.filled(len(self.ring)):
             filling = self.queue.get_batch(self.fresh_per_batch, stop)
             if filling is None:
                 return None
             self._insert(filling)
-            consumed += self.fresh_per_batch
+            self._filled += self.fresh_per_batch  # counted with the first batch, also if this call stops
         fresh = self.queue.get_batch(self.fresh_per_batch, stop)
         if fresh is None:
             return None
@@ -241,15 +260,15 @@ class UnrollMix:
             parts.append({**{k: drawn.unrolls[k] for k in fresh},
                           "source": per_step(np.full(n, SOURCE_KINDS.index(kind), np.int32), steps),
                           "sample_weight": per_step(weights, steps)})
-            metrics[f"data/{kind}_age_updates"] = self.ring.mean_age(drawn.positions, self.updates)
+            metrics[f"data/{kind}_age_updates"] = float(np.mean(self.updates - drawn.inserted_at))
             metrics[f"data/{kind}_loss_weight"] = float(np.mean(weights))
             metrics.update({f"data/{kind}_{name}": value for name, value in drawn.metrics.items()})
-            self.ring.mark_sampled(drawn.positions)
+            self.ring.mark_sampled(drawn.positions, drawn.generations)
         if self.ring is not None:  # after sampling: a batch never holds one unroll twice over
             self._last_fresh_positions = self._insert(fresh)
         self._last = drawn_now
         self.updates += 1
-        self.last_fresh = consumed + self.fresh_per_batch
+        self.last_fresh, self._filled = self._filled + self.fresh_per_batch, 0
         self._metrics = metrics
         return {k: np.concatenate([p[k] for p in parts]) if len(parts) > 1 else parts[0][k] for k in parts[0]}
 
@@ -260,13 +279,17 @@ class UnrollMix:
         if sampler is None:
             return
         errors = np.asarray(errors, np.float64)
-        sampler.feedback(self._last_fresh_positions, errors[:self.fresh_per_batch])
         start = self.fresh_per_batch
         for kind, drawn in self._last.items():
             n = len(drawn.positions)
             if kind == "prioritised":
-                sampler.feedback(drawn.positions, errors[start:start + n])
+                # A drawn unroll whose place this batch's fresh ones took is gone: its error is not theirs.
+                kept = ~np.isin(drawn.positions, self._last_fresh_positions)
+                sampler.feedback(drawn.positions[kept], errors[start:start + n][kept])
             start += n
+        # The ring keeps only the newest fresh unrolls when it is smaller than their share.
+        stored = len(self._last_fresh_positions)
+        sampler.feedback(self._last_fresh_positions, errors[:self.fresh_per_batch][self.fresh_per_batch - stored:])
 
     def metrics(self) -> Dict[str, float]:
         if not self.updates:  # no batch formed yet
@@ -284,7 +307,19 @@ class UnrollMix:
             arrays.update({f"{kind}/{k}": v for k, v in sampler.state().items()})
         return arrays
 
-    def load_state(self, arrays) -> None:
+    def load_state(self, arrays, fields: Optional[Dict[str, Tuple[Tuple[int, ...], str]]] = None) -> None:
+        """Puts back what `state` returned; with `fields` (name -> per-unroll shape and dtype, what this
+        run stores) a ring saved with other fields (other sources or features) is refused in one line."""
+        if self.ring is not None and fields is not None:
+            prefix = "ring/unroll_" if "ring/inserted_at" in arrays else "uniform/unroll_"
+            saved = {k[len(prefix):]: (tuple(arrays[k].shape[1:]), str(arrays[k].dtype))
+                     for k in arrays if k.startswith(prefix)}
+            if saved != fields:
+                differ = sorted(set(saved.items()) ^ set(fields.items()))
+                raise ValueError(f"the saved replay stores other fields than this run's ({differ[0][0]}: saved "
+                                 f"{saved.get(differ[0][0])}, now {fields.get(differ[0][0])}): the sources or "
+                                 "replay_features changed since it was saved; restore them, or set "
+                                 "checkpoint_replay=False")
         if self.ring is not None:
             # Saved before the replays shared one ring: the uniform replay's is that ring.
             self.ring.load_state(arrays, prefix="ring/" if "ring/inserted_at" in arrays else "uniform/")

@@ -36,6 +36,9 @@ def test_mirrored_update_on_two_replicas_equals_the_single_device_update():
     assert outcome["replica_difference"] == 0.0  # the two copies of every weight are the same
     assert outcome["largest_difference"] < 1e-4  # and they are what one device computes
     assert outcome["iterations"] == 5
+    # Mixed batches (fresh rows all on one replica, loss weights, CLEAR on): the same losses, metrics and
+    # per-unroll errors (in batch order) as on one device.
+    assert outcome["cloning"] > 0 and outcome["metrics_difference"] < 1e-4 and outcome["errors_difference"] < 1e-4
     assert "VTraceTrainer.jit_compile works on one device only, not with 2 replicas" in outcome["jit_error"]
 
 

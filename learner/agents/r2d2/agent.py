@@ -135,8 +135,8 @@ class R2D2Agent:
         self.epsilons = exploration_epsilons(max_slots, num_eval_envs, eval_epsilon, epsilon_base, epsilon_alpha)
         self.evaluation_slots = np.arange(max_slots) < num_eval_envs
         self.data = RateLimitedSampler(self.replay, batch_size, RateLimit(min_replay_sequences, replay_ratio))
-        if max_lag_updates is not None and max_lag_updates < 0:
-            raise ValueError(f"R2D2Agent.max_lag_updates={max_lag_updates} must be 0 or more (None: inserts never wait)")
+        if max_lag_updates is not None and max_lag_updates < 1:  # below one batch, both sides would wait for ever
+            raise ValueError(f"R2D2Agent.max_lag_updates={max_lag_updates} must be at least 1 (None: inserts never wait)")
         self.max_lag_updates = max_lag_updates
         self._stop = context.stop
         self._counted_sequences = 0

@@ -50,7 +50,7 @@ class VTraceAgent:
             the states visited now, AttentiveSampler) (None: `{'queue': 1.0}`, fresh unrolls only).
             `{'queue': 0.5, 'uniform': 0.5}` trains every environment step about twice.
         `replay_capacity`: unrolls the shared ring holds, the oldest overwritten (1024; about 0.6 MB each on
-            Atari, plus 86 kB with elite or attentive sources); unused without a replay source. Its size is
+            Atari, plus 43 kB with elite or attentive sources); unused without a replay source. Its size is
             logged at start and refused above 80 % of the available memory.
         `min_replay_unrolls`: unrolls the ring holds before training starts (64); at most `replay_capacity`,
             at least an elite or attentive source's unrolls per batch.
@@ -99,7 +99,8 @@ class VTraceAgent:
         sources = sources or {"queue": 1.0}
         self.data = UnrollMix(self.queue, sources, batch_size, replay_capacity, min_replay_unrolls,
                               seed=numpy_seed(), encode=self._encode,
-                              total_fresh_unrolls=context.total_environment_frames // self.frames_per_unroll)
+                              total_fresh_unrolls=context.total_environment_frames // self.frames_per_unroll,
+                              features=replay_features)
         # The fresh frames of a mixed batch (the learning-rate schedule and benchmarks count by it).
         self.frames_per_update = self.data.fresh_per_batch * self.frames_per_unroll
         with strategy.scope():
@@ -120,6 +121,8 @@ class VTraceAgent:
         if self.data.needs_features:
             fields["features"] = ((self._feature_size(spec),), "float32")
         self.unrolls = UnrollStore(context.max_slots, unroll_length, fields)
+        self._fields = {name: ((unroll_length + 1, *shape), str(np.dtype(dtype)))  # what a saved ring must hold
+                        for name, (shape, dtype) in fields.items()}
         self.checkpoint_replay = checkpoint_replay
         self._unroll_nbytes = (unroll_length + 1) * sum(int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
                                                         for shape, dtype in fields.values())
@@ -228,12 +231,14 @@ class VTraceAgent:
 
     def save_state(self, path: str) -> None:
         """The mix's ring, its samplers' state (priorities) and its update count (the replay ages
-        count from it), to `path`. The ring's lock keeps elite sampling's thread out meanwhile."""
-        write_arrays_atomically(path, self.data.state())
+        count from it), to `path`: views of the live ring, written under its lock (which keeps elite
+        sampling's thread out meanwhile), so a save needs no second copy of it in memory."""
+        with self.data.ring.lock:
+            write_arrays_atomically(path, self.data.state())
 
     def load_state(self, path: str) -> None:
         with np.load(path) as arrays:
-            self.data.load_state(arrays)
+            self.data.load_state(arrays, fields=self._fields)
         log.info("restored a replay of %d unrolls from %s", len(self.data.ring), path)
 
     def data_metrics(self) -> Dict[str, float]:

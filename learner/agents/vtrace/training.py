@@ -21,8 +21,8 @@ class VTraceLoss:
 
     # policy/approx_kl estimates KL(mu || pi) from the stored behaviour logits (policy lag plus what
     # earlier epochs moved); policy/clip_fraction is the share of steps outside the clip range.
-    # source/<kind>_rho and source/<kind>_steps are the sum of pi/mu over that source's valid steps and
-    # their count, each over all valid steps: their quotient is the source's mean importance ratio.
+    # source/<kind>_rho and source/<kind>_steps are the (loss-weighted) sum of pi/mu over that source's valid
+    # steps and their count, each over all valid steps: their quotient is the source's mean importance ratio.
     METRICS = ("loss/total", "loss/policy", "loss/baseline", "loss/entropy", "loss/policy_cloning",
                "loss/value_cloning", "policy/approx_kl", "policy/clip_fraction",
                *(f"source/{kind}_{part}" for kind in SOURCE_KINDS for part in ("rho", "steps")))
@@ -53,10 +53,12 @@ class VTraceLoss:
                 several epochs over one batch (`VTraceAgent.epochs`) cannot push the policy far from the one
                 that acted; the value targets stay V-trace's (0.0: IMPALA's loss; 0.1 in atari_vtrace.gin).
             `policy_cloning_cost`: CLEAR's (Rolnick et al. 2019) behavioural cloning of the policy: weight of
-                KL(mu || pi), the stored behaviour policy's divergence from the learner's, averaged over the
-                replayed valid steps of a mixed batch (`VTraceAgent.sources`) (0.0: off; CLEAR used 0.01).
+                KL(mu || pi), the stored behaviour policy's divergence from the learner's, on the replayed steps
+                of a mixed batch (`VTraceAgent.sources`), zero on the fresh ones, averaged over all valid steps
+                (so with half the batch replayed it weighs half as much as over the replayed steps alone)
+                (0.0: off; CLEAR used 0.01).
             `value_cloning_cost`: CLEAR's value cloning: weight of (V(x_s) - V_mu(x_s))^2, the learner's value
-                against the one stored when the step was acted, over the same steps (0.0: off; CLEAR 0.005).
+                against the one stored when the step was acted, on the same steps (0.0: off; CLEAR 0.005).
 
         Batches from a mix carry per step `source` (which source gave the unroll: its index in
         learner.data.unroll_replay.SOURCE_KINDS, 0 the fresh queue) and `sample_weight` (prioritised
@@ -109,9 +111,11 @@ class VTraceLoss:
             pg_loss = vtrace.policy_gradient_loss(logits, actions, advantages, weighted)
         baseline_loss = vtrace.baseline_loss(returns.vs, values, weighted)
         entropy_loss = vtrace.entropy_loss(logits, weighted)
-        replayed = weighted * tf.cast(source > 0, tf.float32)
-        policy_cloning = vtrace.masked_mean(vtrace.kl_divergence(behaviour_logits, logits), replayed)
-        value_cloning = vtrace.masked_mean(tf.square(values - unrolls["behaviour_value"][:-1]), replayed) \
+        # CLEAR's terms on the replayed steps, zero on the fresh ones, averaged over all valid steps: the
+        # same denominator as every other term, so replicas (each its own share of rows) combine exactly.
+        replayed = tf.cast(source > 0, tf.float32)
+        policy_cloning = vtrace.masked_mean(vtrace.kl_divergence(behaviour_logits, logits) * replayed, weighted)
+        value_cloning = vtrace.masked_mean(tf.square(values - unrolls["behaviour_value"][:-1]) * replayed, weighted) \
             if "behaviour_value" in unrolls else tf.constant(0.0)
         total = (pg_loss + self.baseline_cost * baseline_loss + self.entropy_cost * entropy_loss
                  + self.policy_cloning_cost * policy_cloning + self.value_cloning_cost * value_cloning)
@@ -124,9 +128,9 @@ class VTraceLoss:
                    "policy/clip_fraction": vtrace.masked_mean(clipped, weighted),
                    "valid_steps": tf.reduce_sum(weighted)}
         for index, kind in enumerate(SOURCE_KINDS):
-            of_kind = valid * tf.cast(source == index, tf.float32)
-            metrics[f"source/{kind}_rho"] = vtrace.masked_mean(rhos * of_kind, valid)
-            metrics[f"source/{kind}_steps"] = vtrace.masked_mean(of_kind, valid)
+            of_kind = tf.cast(source == index, tf.float32)
+            metrics[f"source/{kind}_rho"] = vtrace.masked_mean(rhos * of_kind, weighted)
+            metrics[f"source/{kind}_steps"] = vtrace.masked_mean(of_kind, weighted)
         errors = tf.reduce_sum(tf.abs(returns.vs - values) * valid, 0) / tf.maximum(tf.reduce_sum(valid, 0), 1.0)
         return total, metrics, tf.stop_gradient(errors)
 
@@ -165,7 +169,8 @@ class VTraceTrainer:
         variables = self.agent.trainable_variables
         with tf.GradientTape() as tape:
             total, metrics, errors = self.loss(self.agent, unrolls)
-        weight = tf.maximum(metrics["valid_steps"], 1.0)  # the loss's masked means divide by it
+        weight = metrics["valid_steps"]  # the loss's masked means divide by it (1 where it is 0)
+        weight = tf.where(weight > 0, weight, 1.0)
         gradients = tape.gradient(total, variables)
         parts = [g * weight for g in gradients] + [metrics[k] * weight for k in VTraceLoss.METRICS] + [weight]
         return tf.concat([tf.reshape(p, [-1]) for p in parts], 0), errors

@@ -159,6 +159,12 @@ def test_vtrace_replay_mix_is_saved_and_restored_with_checkpoint_replay(tmp_path
     assert before.keys() == after.keys()
     for name, value in before.items():
         np.testing.assert_array_equal(after[name], value, err_msg=name)
+    other = VTraceAgent(AgentContext(EnvSpec((4,), "float32", 2, 1), 1, 4, 10 ** 6, threading.Event()),
+                        unroll_length=5, batch_size=4, sources={"queue": 0.5, "attentive": 0.5}, replay_capacity=8,
+                        min_replay_unrolls=4, checkpoint_replay=True)
+    with pytest.raises(ValueError, match="saved replay stores other fields than this run's .*features.*the sources or "
+                                         "replay_features changed"):
+        other.load_state(str(tmp_path / "replay.npz"))
     plain = VTraceAgent(AgentContext(EnvSpec((4,), "float32", 2, 1), 1, 4, 10 ** 6, threading.Event()),
                         checkpoint_replay=True)
     assert plain.checkpoint_sidecars() == {}  # fresh unrolls only: nothing to save
@@ -205,8 +211,9 @@ def test_clear_terms_match_numpy_on_the_replayed_steps_only():
     mask = valid * (source > 0)[None]
     kl = (mu * np.log(mu / pi)).sum(-1)
     squared = (outputs.baseline.numpy()[:-1] - major["behaviour_value"][:-1]) ** 2
-    assert float(metrics["loss/policy_cloning"]) == pytest.approx((kl * mask).sum() / mask.sum(), rel=1e-4)
-    assert float(metrics["loss/value_cloning"]) == pytest.approx((squared * mask).sum() / mask.sum(), rel=1e-4)
+    # Summed over the replayed valid steps, averaged over all valid steps.
+    assert float(metrics["loss/policy_cloning"]) == pytest.approx((kl * mask).sum() / valid.sum(), rel=1e-4)
+    assert float(metrics["loss/value_cloning"]) == pytest.approx((squared * mask).sum() / valid.sum(), rel=1e-4)
     # Each source's importance ratios are reported apart: here the fresh unrolls' and the uniform one's.
     rhos_fresh = float(metrics["source/queue_rho"]) / float(metrics["source/queue_steps"])
     assert rhos_fresh > 0 and float(metrics["source/elite_steps"]) == 0.0
@@ -236,6 +243,8 @@ def test_the_acting_call_stores_the_features_the_policy_would_encode_and_an_elit
     np.testing.assert_allclose(agent._encode(batch), batch["features"], rtol=1e-4, atol=1e-5)
     assert agent.data.metrics()["data/elite_distance"] == pytest.approx(0.0, abs=1e-4)
     metrics, frames = agent.update(batch)
-    assert metrics["update_applied"] and frames == 4 and all(f"data/{k}_rho" in metrics for k in
+    # The fresh unroll and the 4 that filled the ring (over calls that gave up waiting) count as consumed.
+    assert agent.data.last_fresh == 5 and frames == 5 * 4
+    assert metrics["update_applied"] and all(f"data/{k}_rho" in metrics for k in
                                                              ("queue", "uniform", "prioritised", "elite", "attentive"))
     agent.data.close()

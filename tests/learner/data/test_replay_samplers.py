@@ -90,7 +90,7 @@ def test_elite_sampling_replays_the_unrolls_the_policy_has_drifted_from_least(pr
             assert sorted(sampler.draw(1, {}, stop).positions) == [0, 1, 2]
         if not prefetch:  # (prepared batches would still hold the choice made before the counts changed)
             # Sampled counts steer the least-sampled strategies: 0-2 taken, then 3-5 come first.
-            ring.mark_sampled(np.array([0, 1, 2]))
+            ring.mark_sampled(np.array([0, 1, 2]), ring.generation[[0, 1, 2]])
             sampler.strategy = "lowest_least_sampled"
             assert sorted(sampler.draw(2, {}, stop).unrolls["id"][:, 0]) == [3, 4, 5]
     finally:
@@ -99,8 +99,18 @@ def test_elite_sampling_replays_the_unrolls_the_policy_has_drifted_from_least(pr
     assert sampler._thread is None or not sampler._thread.is_alive(), "the candidate thread outlived its stop"
 
 
+def test_a_choice_made_ahead_does_not_count_towards_the_unroll_that_replaced_it():
+    ring = ring_of(4)
+    _, inserted_at, generations = ring.take(np.array([0, 1]))
+    ring.add(unrolls([9]), update=5)  # overwrites place 0
+    ring.mark_sampled(np.array([0, 1]), generations)
+    assert list(ring.times_sampled) == [0, 1, 0, 0] and list(inserted_at) == [0, 0]
+
+
 def test_elite_settings_are_refused_with_the_fix():
     ring = ring_of(4)
+    with pytest.raises(ValueError, match="distance='kl_div' compares policies: set VTraceAgent.replay_features"):
+        EliteSampler(ring, 2, np.random.default_rng(0), drift_encoder, 10, distance="kl_div")
     with pytest.raises(ValueError, match="EliteSampler.strategy='best' is unknown; use lowest, strata"):
         EliteSampler(ring, 2, np.random.default_rng(0), drift_encoder, 10, strategy="best")
     with pytest.raises(ValueError, match="lambda_batch_multiplier=0.5 draws fewer candidates than unrolls"):
@@ -200,3 +210,24 @@ def test_prioritised_feedback_reaches_the_unrolls_of_the_last_batch():
     tree, alpha = mix.samplers["prioritised"].tree, mix.samplers["prioritised"].alpha
     np.testing.assert_allclose(tree.get(mix._last_fresh_positions), np.array([0.5, 1.5]) ** alpha, rtol=1e-2)
     np.testing.assert_allclose(tree.get(drawn), np.array([7.0, 9.0]) ** alpha, rtol=1e-2)
+
+
+def test_prioritised_feedback_skips_a_drawn_unroll_whose_place_the_fresh_ones_took():
+    # A full ring of 4: each batch's 2 fresh unrolls overwrite the 2 oldest, which it may have drawn.
+    mix = UnrollMix(queue_of(100), {"queue": 0.5, "prioritised": 0.5}, 4, replay_capacity=4, min_replay_unrolls=4,
+                    seed=0)
+    stop = threading.Event()
+    for _ in range(20):
+        mix.next_batch(stop)
+        fresh, drawn = mix._last_fresh_positions, mix._last["prioritised"].positions
+        mix.feedback(np.array([1.0, 2.0, 50.0, 60.0]))
+        tree, alpha = mix.samplers["prioritised"].tree, mix.samplers["prioritised"].alpha
+        # The fresh unrolls get their own errors even where a drawn (evicted) one sat in their place.
+        np.testing.assert_allclose(tree.get(fresh), np.array([1.0, 2.0]) ** alpha, rtol=1e-2)
+        assert all(p in fresh or tree.get([p])[0] >= 50.0 ** alpha * 0.99 for p in drawn)
+
+
+def test_prioritised_sampling_resumed_from_a_ring_saved_without_it_starts_every_unroll_equal():
+    sampler = PrioritisedSampler(ring_of(4), 100, np.random.default_rng(0))
+    sampler.load_state({})
+    assert len(set(sampler.draw(0, {}, threading.Event()).positions)) == 4
