@@ -132,6 +132,7 @@ class VTraceAgent:
             log.info("replay: %d unrolls of %.2f MB, %.0f MB in all (%s)", replay_capacity, self._unroll_nbytes / 1e6,
                      self.state_nbytes / 1e6, ", ".join(f"{k} {r:g}" for k, r in self.data.shares.items()))
         self._stop = context.stop
+        self._source_rhos: Dict[str, float] = {}  # the last update's, for the progress line
         self.state_size = self.network.state_size
 
         @batched_policy(self.network)
@@ -216,7 +217,7 @@ class VTraceAgent:
         for kind in SOURCE_KINDS:  # each source's mean importance ratio pi/mu, where it gave steps
             rho, steps = metrics.pop(f"source/{kind}_rho"), metrics.pop(f"source/{kind}_steps")
             if kind in self.data.counts and steps > 0:
-                metrics[f"data/{kind}_rho"] = rho / steps
+                metrics[f"data/{kind}_rho"] = self._source_rhos[f"data/{kind}_rho"] = rho / steps
         return metrics, self.data.last_fresh * self.frames_per_unroll
 
     def trackables(self) -> Dict[str, object]:
@@ -245,6 +246,18 @@ class VTraceAgent:
         return {"unroll_queue/depth": len(self.queue), **self.data.metrics()}
 
     def describe_data(self) -> str:
+        """The queue, the ring and, per replay source, its share, mean age in updates, importance ratio
+        pi/mu and (elite, attentive) mean distance, as of the last batch."""
         ring = self.data.ring
-        replay = f" | replay {len(ring)}/{ring.capacity} ({'+'.join(self.data.samplers)})" if ring is not None else ""
-        return f"queue {len(self.queue)}/{self.queue.capacity}{replay}"
+        line = f"queue {len(self.queue)}/{self.queue.capacity}"
+        if ring is None:
+            return line
+        line += f" | replay {len(ring)}/{ring.capacity}"
+        metrics = {**self.data.metrics(), **self._source_rhos}
+        for kind in self.data.samplers:
+            parts = [f"{kind} {self.data.shares[kind]:g}"]
+            for label, name in (("age", "age_updates"), ("rho", "rho"), ("d", "distance")):
+                if f"data/{kind}_{name}" in metrics:
+                    parts.append(f"{label} {metrics[f'data/{kind}_{name}']:.3g}")
+            line += " | " + " ".join(parts)
+        return line

@@ -248,3 +248,21 @@ def test_the_acting_call_stores_the_features_the_policy_would_encode_and_an_elit
     assert metrics["update_applied"] and all(f"data/{k}_rho" in metrics for k in
                                                              ("queue", "uniform", "prioritised", "elite", "attentive"))
     agent.data.close()
+
+
+def test_the_progress_line_describes_each_replay_source():
+    import threading
+
+    from learner.agents import AgentContext, VTraceAgent
+    from seed.specs import EnvSpec
+
+    agent = VTraceAgent(AgentContext(EnvSpec((4,), "float32", 2, 1), 1, 4, 10 ** 6, threading.Event()),
+                        unroll_length=5, batch_size=4, sources={"queue": 0.5, "uniform": 0.25, "prioritised": 0.25},
+                        replay_capacity=8, min_replay_unrolls=4)
+    assert agent.describe_data() == "queue 0/64 | replay 0/8 | uniform 0.25 | prioritised 0.25"
+    stop, rng = threading.Event(), np.random.default_rng(3)
+    for _ in range(4):
+        assert agent.queue.put(random_unrolls(rng, 2, 5, (4, 1), "float32", 2, 0), stop)
+    agent.update(agent.next_batch(stop))
+    line = agent.describe_data()
+    assert line.startswith("queue 2/64 | replay 6/8 | uniform 0.25 age 0 rho ") and "| prioritised 0.25 age 0 rho " in line
