@@ -209,7 +209,6 @@ class UnrollMix:
             raise ValueError(f"{name}: a batch takes {largest} unrolls from one elite or attentive source but "
                              f"min_replay_unrolls is {min_replay_unrolls}; raise min_replay_unrolls to at least {largest}")
         self.queue = queue
-        self.kinds = list(sources)
         self.shares = {k: c / batch_size for k, c in self.counts.items()}
         self.ring = UnrollRing(replay_capacity, seed) if replay_kinds else None
         rng = np.random.default_rng(seed)
