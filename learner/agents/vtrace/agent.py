@@ -214,6 +214,9 @@ class VTraceAgent:
         batch = {k: v for k, v in batch.items() if k != "features"}  # only the samplers compare them
         metrics = train_in_minibatches(self.trainer.update, batch, self.epochs, self.minibatches, self._shuffle)
         self.data.feedback(metrics.pop(PER_UNROLL_ERRORS))
+        if self.data.ring is None:  # fresh data only: CLEAR's terms are zero by construction
+            metrics.pop("loss/policy_cloning")
+            metrics.pop("loss/value_cloning")
         for kind in SOURCE_KINDS:  # each source's mean importance ratio pi/mu, where it gave steps
             rho, steps = metrics.pop(f"source/{kind}_rho"), metrics.pop(f"source/{kind}_steps")
             if kind in self.data.counts and steps > 0:
