@@ -211,7 +211,7 @@ class RateLimitedSampler:
         """The other direction of the ratio, for the inference thread before it inserts: waits while
         training is more than `max_lag_updates` batches behind it (None: never), so a slow learner slows
         the actors instead of training less per env step. False if `stop` was set while waiting."""
-        if max_lag_updates is None:
+        if max_lag_updates is None or self.updates_owed() <= max_lag_updates:  # the usual case: no lock per step
             return True
         with self._inserted:
             while self.updates_owed() > max_lag_updates:

@@ -124,8 +124,8 @@ class VTraceAgent:
         self._fields = {name: ((unroll_length + 1, *shape), str(np.dtype(dtype)))  # what a saved ring must hold
                         for name, (shape, dtype) in fields.items()}
         self.checkpoint_replay = checkpoint_replay
-        self._unroll_nbytes = (unroll_length + 1) * sum(int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
-                                                        for shape, dtype in fields.values())
+        self._unroll_nbytes = sum(int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+                                  for shape, dtype in self._fields.values())
         if self.data.ring is not None:
             require_memory(self.state_nbytes, f"a replay of {replay_capacity} unrolls",
                            "lower VTraceAgent.replay_capacity")
