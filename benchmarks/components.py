@@ -64,7 +64,7 @@ def random_steps(spec, batch: int, rng):
     """(slot ids, one step of `batch` envs with random frames) for the learner's inference path."""
     from seed.codec import EnvStepBatch
     observations = rng.integers(0, 255, (batch, *spec.observation_shape)).astype(spec.observation_dtype)
-    steps = EnvStepBatch(observations, np.zeros(batch, np.float32), np.zeros(batch, bool), np.zeros(batch, bool))
+    steps = EnvStepBatch.from_env(observations, np.zeros(batch, np.float32), np.zeros(batch, np.uint8), np.zeros(batch, bool))
     return np.arange(batch), steps
 
 

@@ -54,7 +54,7 @@ def evaluate(policy, envs, num_stacked_frames: int, episodes: int, epsilon: floa
     table = SlotTable(n, envs.spec.observation_shape, envs.spec.observation_dtype, num_stacked_frames,
                       policy.network.state_size, "none", action.wire_shape, action.wire_dtype)
     observations = envs.reset(seed=seed)
-    steps = EnvStepBatch(observations, np.zeros(n, np.float32), np.zeros(n, bool), np.zeros(n, bool))
+    steps = EnvStepBatch.from_env(observations, np.zeros(n, np.float32), np.zeros(n, np.uint8), np.zeros(n, bool))
     results = []
     while len(results) < episodes:
         inputs, finished = table.observe(slot_ids, steps)
@@ -76,7 +76,7 @@ def evaluate(policy, envs, num_stacked_frames: int, episodes: int, epsilon: floa
             low, high = (np.reshape(b, action.shape) for b in (action.low, action.high))
             actions[explore] = rng.uniform(low, high, (explore.sum(), *action.shape))
         table.act(slot_ids, actions, np.asarray(state))
-        steps = EnvStepBatch(*envs.step(actions))
+        steps = EnvStepBatch.from_env(*envs.step(actions))
     return results
 
 

@@ -4,7 +4,9 @@ Every table is indexed by slot id and updated with index arrays, so the cost
 per batch does not grow with Python work per env. A slot's previous `done`
 flag tells whether its current step is the first of an episode: with
 next-step autoreset that step carries the reset observation, and the frame
-stack, recurrent state and previous action start afresh there.
+stack, recurrent state and previous action start afresh there. After a lost
+life (an end whose game goes on) the same holds for learning, while the
+return, length and count of episodes go on with the game.
 """
 from typing import List, NamedTuple, Tuple
 
@@ -38,6 +40,7 @@ class SlotTable:
         self.core_state = np.zeros((max_slots, state_size), np.float32)
         self.prev_action = np.zeros((max_slots, *action_shape), action_dtype)
         self.prev_done = np.ones(max_slots, bool)  # a fresh slot starts an episode
+        self.prev_life_lost = np.zeros(max_slots, bool)  # its end was a lost life: the game goes on
         self.raw_return = np.zeros(max_slots, np.float64)
         self.clipped_return = np.zeros(max_slots, np.float64)
         self.episode_length = np.zeros(max_slots, np.int64)
@@ -57,19 +60,23 @@ class SlotTable:
         self.frames[slot_ids] = frames
 
         reward = clip_rewards(steps.rewards, self._reward_clipping)
-        not_first = ~first
-        # A first step's reward belongs to no transition (it is the reset step's, 0 for gym envs).
-        raw_return = (self.raw_return[slot_ids] + steps.rewards) * not_first
-        clipped_return = (self.clipped_return[slot_ids] + reward) * not_first
-        length = self.episode_length[slot_ids] * not_first + not_first
+        # A first step's reward belongs to no transition (it is the reset step's, 0 for gym envs), but
+        # after a lost life it is the game's and counts towards its return.
+        in_game = ~first | self.prev_life_lost[slot_ids]
+        raw_return = (self.raw_return[slot_ids] + steps.rewards) * in_game
+        clipped_return = (self.clipped_return[slot_ids] + reward) * in_game
+        length = self.episode_length[slot_ids] * in_game + in_game
         self.raw_return[slot_ids], self.clipped_return[slot_ids] = raw_return, clipped_return
         self.episode_length[slot_ids] = length
         done = steps.terminated | steps.truncated
+        life_lost = steps.life_lost & ~steps.truncated  # a cut-off game restarts whatever its last code said
+        game_over = done & ~life_lost
         finished = [FinishedEpisode(int(s), float(r), float(c), int(n)) for s, r, c, n in
-                    zip(slot_ids[done], raw_return[done], clipped_return[done], length[done])]
+                    zip(slot_ids[game_over], raw_return[game_over], clipped_return[game_over], length[game_over])]
 
         inputs = StepInputs(first, frames, reward, self.prev_action[slot_ids], self.core_state[slot_ids])
         self.prev_done[slot_ids] = done
+        self.prev_life_lost[slot_ids] = life_lost
         return inputs, finished
 
     def act(self, slot_ids: np.ndarray, actions: np.ndarray, core_state: np.ndarray) -> None:
@@ -79,5 +86,6 @@ class SlotTable:
     def reset(self, slot_ids: np.ndarray) -> None:
         """Forgets everything about these slots (their actor left)."""
         self.prev_done[slot_ids] = True
+        self.prev_life_lost[slot_ids] = False
         self.core_state[slot_ids] = 0
         self.prev_action[slot_ids] = 0

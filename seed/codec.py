@@ -16,6 +16,10 @@ from seed.specs import DISCRETE_ACTION_DTYPE, ActionSpec, EnvSpec
 ACTION_DTYPE = DISCRETE_ACTION_DTYPE  # continuous actions are float32 (ActionSpec.wire_dtype)
 REWARD_DTYPE = np.dtype("<f4")
 FLAG_DTYPE = np.dtype("u1")
+# `terminated` codes on the wire: 0 running, 1 the episode ended, and this one: a life was lost, an end
+# for learning (no bootstrap past it, the next step starts afresh) while the game, and so the episode
+# whose return is reported, goes on.
+TERMINATED_LIFE_LOST = 2
 
 
 class ProtocolError(ValueError):
@@ -26,8 +30,15 @@ class EnvStepBatch(NamedTuple):
     """One actor's N envs at one step. Arrays are read-only views."""
     observations: np.ndarray  # [N, *observation_shape]
     rewards: np.ndarray  # [N] float32, raw
-    terminated: np.ndarray  # [N] bool
+    terminated: np.ndarray  # [N] bool: an end for learning, a lost life included
     truncated: np.ndarray  # [N] bool
+    life_lost: np.ndarray  # [N] bool: terminated by a lost life, the game goes on
+
+    @classmethod
+    def from_env(cls, observations, rewards, terminated, truncated) -> "EnvStepBatch":
+        """From `ActorEnvs.step`'s arrays, whose `terminated` holds the wire's codes (0, 1, TERMINATED_LIFE_LOST)."""
+        codes = np.asarray(terminated)
+        return cls(observations, rewards, codes != 0, np.asarray(truncated, bool), codes == TERMINATED_LIFE_LOST)
 
 
 def make_hello(actor_name: str, num_envs: int, spec: EnvSpec, auth_token: str = "",
@@ -119,8 +130,11 @@ def decode_steps(steps: seed_pb2.EnvSteps, spec: EnvSpec, num_envs: int) -> EnvS
     if not np.isfinite(rewards).all():
         raise ProtocolError("rewards: non-finite value (NaN or inf) from the environment")
     terminated = _field(steps.terminated, FLAG_DTYPE, (num_envs,), "terminated")
+    if terminated.max(initial=0) > TERMINATED_LIFE_LOST:
+        raise ProtocolError(f"terminated: code {terminated.max()}, expected 0, 1 or {TERMINATED_LIFE_LOST} (a life lost)")
     truncated = _field(steps.truncated, FLAG_DTYPE, (num_envs,), "truncated")
-    return EnvStepBatch(observations, rewards, terminated.astype(bool), truncated.astype(bool))
+    return EnvStepBatch(observations, rewards, terminated != 0, truncated.astype(bool),
+                        terminated == TERMINATED_LIFE_LOST)
 
 
 def encode_actions(actions: np.ndarray, env_group: int = 0, spec: ActionSpec = None) -> seed_pb2.LearnerMessage:

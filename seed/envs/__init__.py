@@ -7,7 +7,10 @@ Every factory returns an `ActorEnvs`: N environments stepped together, raw
 gymnasium's next-step autoreset: the step after an episode end ignores its
 action and returns the new episode's first observation with reward 0. The
 learner recognises that step from the previous step's end flags; actors do
-nothing special.
+nothing special. An Atari life lost (`terminal_on_life_loss`) is such an end
+whose game goes on: its `terminated` code says so
+(`seed.codec.TERMINATED_LIFE_LOST`), and the step after it ignores its action
+as a reset step does while the emulator plays on.
 """
 from typing import Callable, Dict, Optional, Tuple
 
@@ -32,10 +35,11 @@ class ActorEnvs:
         return self._observations(observations)
 
     def step(self, actions: np.ndarray) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(observations, float32 rewards, uint8 `terminated` codes as on the wire, bool truncated)."""
         actions = np.asarray(actions, np.int64 if self.spec.action.is_discrete else np.float32)
         observations, rewards, terminated, truncated, _ = self._env.step(actions)
         return (self._observations(observations), np.asarray(rewards, np.float32),
-                np.asarray(terminated, bool), np.asarray(truncated, bool))
+                np.asarray(terminated, np.uint8), np.asarray(truncated, bool))
 
     def _observations(self, observations: np.ndarray) -> np.ndarray:
         # ale-py keeps a stack axis of size 1 (stack_num=1); drop it.

@@ -2,7 +2,9 @@
 import re
 
 import gin
+import numpy as np
 
+from seed.codec import TERMINATED_LIFE_LOST
 from seed.envs import ActorEnvs, register_family
 from seed.settings import require_fraction, require_non_negative, require_positive
 from seed.specs import EnvSpec
@@ -48,11 +50,15 @@ def create_atari_envs(num_envs: int,
         `frame_size`: height and width of the square grayscale observation, pixels (84).
         `repeat_action_probability`: chance that the emulator repeats the previous action instead of the
             new one (0.0); 0.25 is Machado et al.'s sticky actions (atari_vtrace_sticky.gin).
-        `terminal_on_life_loss`: end the episode (terminated) at every lost life (False).
+        `terminal_on_life_loss`: treat every lost life as terminal for learning (no bootstrap past it; the
+            next step is a reset step, FIRE or NOOP) while the game goes on, and returns, episode counts
+            and lengths stay whole games' (False). Not ale-py's `episodic_life`, which restarts the game
+            at each lost life and so turns Breakout into a one-life game.
         `max_episode_frames`: emulator frames after which an episode is cut and reported as truncated
             (108000: 30 minutes at 60 frames/s).
         `full_action_space`: use all 18 Atari actions instead of the game's minimal set (False).
-        `fire_reset`: take the FIRE action at each reset, in games that have one (False).
+        `fire_reset`: take the FIRE action at each reset, and at the reset step after a lost life, in games
+            that have one (False). Breakout waits for FIRE to serve each ball.
         `num_threads`: ale-py worker threads stepping this actor's envs (1: the actors' envs take one
             thread each and the OS shares the cores; 0 leaves it to ale-py).
     """
@@ -69,6 +75,40 @@ def create_atari_envs(num_envs: int,
         full_action_space=full_action_space, autoreset_mode="NextStep",
         img_height=frame_size, img_width=frame_size, grayscale=True, stack_num=1,
         frameskip=frame_skip, maxpool=max_pool, noop_max=noop_max,
-        episodic_life=terminal_on_life_loss, reward_clipping=False, use_fire_reset=fire_reset)
+        life_loss_info=terminal_on_life_loss, reward_clipping=False, use_fire_reset=fire_reset)
     spec = EnvSpec((frame_size, frame_size), "uint8", int(env.single_action_space.n), frame_skip)
-    return ActorEnvs(env, spec)
+    if not terminal_on_life_loss:
+        return ActorEnvs(env, spec)
+    from ale_py import Action
+    action_set = list(env.ale.get_action_set())
+    restart = action_set.index(Action.FIRE) if fire_reset and Action.FIRE in action_set else 0  # 0: NOOP
+    return LifeLossEnvs(env, spec, restart)
+
+
+class LifeLossEnvs(ActorEnvs):
+    """Atari envs whose lost lives end an episode for learning but not the game.
+
+    ale-py's `life_loss_info` flags a lost life as terminated and plays on. The learner then starts
+    afresh (frame stack, recurrent state, no bootstrap) as after any end, so the next step must be a
+    reset step, which ignores its action: the envs that lost a life take `restart_action` there.
+    """
+
+    def __init__(self, vector_env, spec: EnvSpec, restart_action: int):
+        super().__init__(vector_env, spec)
+        self._restart_action = restart_action
+        self._life_lost = np.zeros(self.num_envs, bool)
+
+    def reset(self, seed=None):
+        self._life_lost[:] = False
+        return super().reset(seed)
+
+    def step(self, actions):
+        actions = np.array(actions, np.int64)
+        actions[self._life_lost] = self._restart_action
+        observations, rewards, terminated, truncated, info = self._env.step(actions)
+        terminated, truncated = np.asarray(terminated, bool), np.asarray(truncated, bool)
+        # At 0 lives (or in games without lives) the game is over and ale-py resets it next step.
+        self._life_lost = terminated & ~truncated & (np.asarray(info["lives"]) > 0)
+        codes = terminated.astype(np.uint8)
+        codes[self._life_lost] = TERMINATED_LIFE_LOST
+        return self._observations(observations), np.asarray(rewards, np.float32), codes, truncated

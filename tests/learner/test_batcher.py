@@ -10,7 +10,7 @@ from seed.codec import EnvStepBatch
 
 def steps_for(marker, n):
     obs = np.full((n, 1), marker, np.float32)
-    return EnvStepBatch(obs, np.zeros(n, np.float32), np.zeros(n, bool), np.zeros(n, bool))
+    return EnvStepBatch.from_env(obs, np.zeros(n, np.float32), np.zeros(n, np.uint8), np.zeros(n, bool))
 
 
 class RecordingPolicy:

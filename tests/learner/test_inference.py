@@ -13,7 +13,7 @@ SPEC = EnvSpec((4,), "float32", 2)
 
 def steps(n, done=False):
     flags = np.full(n, done)
-    return EnvStepBatch(np.ones((n, 4), np.float32), np.ones(n, np.float32), flags, np.zeros(n, bool))
+    return EnvStepBatch(np.ones((n, 4), np.float32), np.ones(n, np.float32), flags, np.zeros(n, bool), np.zeros(n, bool))
 
 
 @pytest.mark.parametrize("agent_class", [VTraceAgent, R2D2Agent])

@@ -1,14 +1,17 @@
 import numpy as np
 
 from learner.slots import SlotTable
-from seed.codec import EnvStepBatch
+from seed.codec import TERMINATED_LIFE_LOST, EnvStepBatch
 
 
 def steps(frames, rewards=None, terminated=None, truncated=None):
+    """`terminated` as codes (0, 1, or TERMINATED_LIFE_LOST) or bools."""
     n = len(frames)
     zeros = np.zeros(n, bool)
-    return EnvStepBatch(np.asarray(frames, np.uint8), np.asarray(rewards if rewards is not None else np.zeros(n), np.float32),
-                        terminated if terminated is not None else zeros, truncated if truncated is not None else zeros)
+    return EnvStepBatch.from_env(np.asarray(frames, np.uint8),
+                                 np.asarray(rewards if rewards is not None else np.zeros(n), np.float32),
+                                 np.asarray(terminated if terminated is not None else zeros, np.uint8),
+                                 truncated if truncated is not None else zeros)
 
 
 def frame(value):
@@ -61,3 +64,32 @@ def test_reset_slot_starts_a_fresh_episode():
     inputs, _ = table.observe(ids, steps([frame(2)]))
     assert inputs.first[0] and inputs.prev_action[0] == 0 and not inputs.core_state.any()
     np.testing.assert_array_equal(inputs.observation[0, 0, 0], [0, 2])
+
+
+def test_a_lost_life_restarts_learning_but_the_game_and_its_return_go_on():
+    table = SlotTable(1, (2, 2), "uint8", 2, state_size=0, reward_clipping="abs_one")
+    ids = np.array([0])
+    table.observe(ids, steps([frame(1)]))
+    table.observe(ids, steps([frame(2)], rewards=[4.0]))
+    _, finished = table.observe(ids, steps([frame(3)], terminated=[TERMINATED_LIFE_LOST]))
+    assert finished == []  # the game goes on
+    inputs, finished = table.observe(ids, steps([frame(4)], rewards=[1.0]))  # the step after: a reset step
+    assert inputs.first[0] and finished == []
+    np.testing.assert_array_equal(inputs.observation[0, 0, 0], [0, 4])  # the frame stack starts afresh
+    _, finished = table.observe(ids, steps([frame(5)], rewards=[2.0], terminated=[1]))  # game over
+    assert [(e.raw_return, e.clipped_return, e.length) for e in finished] == [(7.0, 3.0, 4)]
+    inputs, _ = table.observe(ids, steps([frame(6)], rewards=[9.0]))  # a new game's reset step: its reward is no one's
+    _, finished = table.observe(ids, steps([frame(7)], truncated=[True]))
+    assert inputs.first[0] and [(e.raw_return, e.length) for e in finished] == [(0.0, 1)]
+
+
+def test_a_lost_life_cut_off_by_the_frame_limit_ends_the_game():
+    table = SlotTable(1, (2, 2), "uint8", 1, state_size=0, reward_clipping="none")
+    ids = np.array([0])
+    table.observe(ids, steps([frame(1)]))
+    _, finished = table.observe(ids, steps([frame(2)], rewards=[2.0], terminated=[TERMINATED_LIFE_LOST],
+                                           truncated=[True]))
+    assert [e.raw_return for e in finished] == [2.0]
+    table.observe(ids, steps([frame(3)], rewards=[5.0]))  # the next game's reset step
+    _, finished = table.observe(ids, steps([frame(4)], rewards=[1.0], terminated=[1]))
+    assert [e.raw_return for e in finished] == [1.0]

@@ -105,3 +105,14 @@ def test_a_hello_whose_num_actions_disagrees_with_its_own_action_spec_is_a_misma
     hello = hello_over_the_wire(ATARI)
     hello.action_spec.shape.append(2)  # discrete with a shape: described, not equal
     assert "6 actions with shape (2,)" in codec.spec_mismatch(hello, ATARI)
+
+
+def test_a_lost_life_travels_as_its_own_terminated_code_and_unknown_codes_are_refused():
+    obs, rewards = np.zeros((3, 84, 84), np.uint8), np.zeros(3, np.float32)
+    codes = np.array([0, 1, codec.TERMINATED_LIFE_LOST], np.uint8)
+    got = codec.decode_steps(codec.encode_steps(obs, rewards, codes, np.zeros(3)).steps, ATARI, 3)
+    np.testing.assert_array_equal(got.terminated, [False, True, True])  # both are ends for learning
+    np.testing.assert_array_equal(got.life_lost, [False, False, True])
+    message = codec.encode_steps(obs, rewards, np.array([0, 3, 0], np.uint8), np.zeros(3))
+    with pytest.raises(codec.ProtocolError, match="terminated: code 3, expected 0, 1 or 2"):
+        codec.decode_steps(message.steps, ATARI, 3)

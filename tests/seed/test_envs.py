@@ -143,3 +143,33 @@ def test_a_mujoco_task_steps_with_float32_observations_and_its_bounds():
 def test_an_unknown_mujoco_task_is_refused_with_the_known_ones():
     with pytest.raises(ValueError, match="unknown MuJoCo task 'Cheetah'; use one of HalfCheetah-v5"):
         envs.create_mujoco_envs(1, task="Cheetah")
+
+
+def test_breakout_lost_lives_end_learning_episodes_while_the_game_and_its_five_lives_go_on():
+    """A random player: each lost life is code 2 followed by a reset step that serves the ball (FIRE);
+    the fifth ends the game (code 1), and only then does the emulator restart."""
+    from seed.codec import TERMINATED_LIFE_LOST
+    e = envs.create_atari_envs(2, game="Breakout", terminal_on_life_loss=True, fire_reset=True, noop_max=0)
+    e.reset(seed=0)
+    rng = np.random.default_rng(0)
+    codes_seen = [[], []]
+    for _ in range(3000):
+        _, _, terminated, truncated = e.step(rng.integers(0, e.spec.num_actions, 2))
+        assert not truncated.any()
+        for i in range(2):
+            if terminated[i]:
+                codes_seen[i].append(int(terminated[i]))
+        if all(1 in c for c in codes_seen):
+            break
+    for codes in codes_seen:
+        first_game = codes[:codes.index(1) + 1]
+        assert first_game == [TERMINATED_LIFE_LOST] * 4 + [1]
+    e.close()
+
+
+def test_without_lives_a_life_loss_setting_changes_nothing():
+    e = envs.create_atari_envs(1, game="Pong", terminal_on_life_loss=True, max_episode_frames=400, noop_max=0)
+    e.reset(seed=0)
+    codes = [int(e.step(np.zeros(1, np.int64))[2][0]) for _ in range(100)]
+    assert set(codes) == {0}
+    e.close()

@@ -44,7 +44,8 @@ def play(pipeline, rng, steps, num_envs=4, reward=None):
         rewards = rng.normal(size=num_envs).astype(np.float32) if reward is None else np.full(num_envs, reward,
                                                                                                np.float32)
         actions = pipeline(np.arange(num_envs), EnvStepBatch(rng.normal(size=(num_envs, 4)).astype(np.float32),
-                                                             rewards, done, np.zeros(num_envs, bool)))
+                                                             rewards, done, np.zeros(num_envs, bool),
+                                                             np.zeros(num_envs, bool)))
     return actions
 
 
