@@ -11,15 +11,11 @@ from typing import NamedTuple
 import numpy as np
 
 from seed import seed_pb2
-from seed.specs import DISCRETE_ACTION_DTYPE, ActionSpec, EnvSpec
+from seed.specs import DISCRETE_ACTION_DTYPE, TERMINATED_LIFE_LOST, ActionSpec, EnvSpec  # noqa: F401
 
 ACTION_DTYPE = DISCRETE_ACTION_DTYPE  # continuous actions are float32 (ActionSpec.wire_dtype)
 REWARD_DTYPE = np.dtype("<f4")
 FLAG_DTYPE = np.dtype("u1")
-# `terminated` codes on the wire: 0 running, 1 the episode ended, and this one: a life was lost, an end
-# for learning (no bootstrap past it, the next step starts afresh) while the game, and so the episode
-# whose return is reported, goes on.
-TERMINATED_LIFE_LOST = 2
 
 
 class ProtocolError(ValueError):

@@ -6,6 +6,10 @@ import numpy as np
 
 
 DISCRETE_ACTION_DTYPE = np.dtype("<i4")
+# `terminated` codes an env family's step gives (and the wire carries): 0 running, 1 the episode ended,
+# and this one: a life was lost, an end for learning (no bootstrap past it, the next step starts afresh)
+# while the game, and so the episode whose return is reported, goes on.
+TERMINATED_LIFE_LOST = 2
 CONTINUOUS_ACTION_DTYPE = np.dtype("<f4")
 
 

@@ -9,7 +9,7 @@ action and returns the new episode's first observation with reward 0. The
 learner recognises that step from the previous step's end flags; actors do
 nothing special. An Atari life lost (`terminal_on_life_loss`) is such an end
 whose game goes on: its `terminated` code says so
-(`seed.codec.TERMINATED_LIFE_LOST`), and the step after it ignores its action
+(`seed.specs.TERMINATED_LIFE_LOST`), and the step after it ignores its action
 as a reset step does while the emulator plays on.
 """
 from typing import Callable, Dict, Optional, Tuple
@@ -37,9 +37,18 @@ class ActorEnvs:
     def step(self, actions: np.ndarray) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(observations, float32 rewards, uint8 `terminated` codes as on the wire, bool truncated)."""
         actions = np.asarray(actions, np.int64 if self.spec.action.is_discrete else np.float32)
-        observations, rewards, terminated, truncated, _ = self._env.step(actions)
+        observations, rewards, terminated, truncated, info = self._env.step(self._actions(actions))
+        truncated = np.asarray(truncated, bool)
         return (self._observations(observations), np.asarray(rewards, np.float32),
-                np.asarray(terminated, np.uint8), np.asarray(truncated, bool))
+                self._terminated_codes(np.asarray(terminated, bool), truncated, info), truncated)
+
+    def _actions(self, actions: np.ndarray) -> np.ndarray:
+        """The actions the envs take (a family may override some)."""
+        return actions
+
+    def _terminated_codes(self, terminated: np.ndarray, truncated: np.ndarray, info: dict) -> np.ndarray:
+        """uint8 codes from the vector env's terminated flags (a family may add TERMINATED_LIFE_LOST)."""
+        return terminated.astype(np.uint8)
 
     def _observations(self, observations: np.ndarray) -> np.ndarray:
         # ale-py keeps a stack axis of size 1 (stack_num=1); drop it.

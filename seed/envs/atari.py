@@ -4,10 +4,9 @@ import re
 import gin
 import numpy as np
 
-from seed.codec import TERMINATED_LIFE_LOST
 from seed.envs import ActorEnvs, register_family
 from seed.settings import require_fraction, require_non_negative, require_positive
-from seed.specs import EnvSpec
+from seed.specs import TERMINATED_LIFE_LOST, EnvSpec
 
 
 def ale_rom_id(game: str) -> str:
@@ -75,7 +74,7 @@ def create_atari_envs(num_envs: int,
         full_action_space=full_action_space, autoreset_mode="NextStep",
         img_height=frame_size, img_width=frame_size, grayscale=True, stack_num=1,
         frameskip=frame_skip, maxpool=max_pool, noop_max=noop_max,
-        life_loss_info=terminal_on_life_loss, reward_clipping=False, use_fire_reset=fire_reset)
+        reward_clipping=False, use_fire_reset=fire_reset)
     spec = EnvSpec((frame_size, frame_size), "uint8", int(env.single_action_space.n), frame_skip)
     if not terminal_on_life_loss:
         return ActorEnvs(env, spec)
@@ -88,27 +87,34 @@ def create_atari_envs(num_envs: int,
 class LifeLossEnvs(ActorEnvs):
     """Atari envs whose lost lives end an episode for learning but not the game.
 
-    ale-py's `life_loss_info` flags a lost life as terminated and plays on. The learner then starts
-    afresh (frame stack, recurrent state, no bootstrap) as after any end, so the next step must be a
-    reset step, which ignores its action: the envs that lost a life take `restart_action` there.
+    A life counts as lost when the emulator's lives go down on a step that neither ends nor cuts off the
+    game (ale-py's own `life_loss_info` flag hides a cut-off behind the lost life on the frame-limit step,
+    and some games end at one life or leave a last life uncounted). The learner starts afresh after it
+    (frame stack, recurrent state, no bootstrap) as after any end, so the next step must be a reset step,
+    which ignores its action: the envs that lost a life take `restart_action` there.
     """
 
     def __init__(self, vector_env, spec: EnvSpec, restart_action: int):
         super().__init__(vector_env, spec)
         self._restart_action = restart_action
         self._life_lost = np.zeros(self.num_envs, bool)
+        self._lives = np.zeros(self.num_envs, np.int64)
 
     def reset(self, seed=None):
+        observations, info = self._env.reset(seed=seed)
         self._life_lost[:] = False
-        return super().reset(seed)
+        self._lives = np.asarray(info["lives"], np.int64)
+        return self._observations(observations)
 
-    def step(self, actions):
-        actions = np.array(actions, np.int64)
+    def _actions(self, actions):
+        actions = np.array(actions)
         actions[self._life_lost] = self._restart_action
-        observations, rewards, terminated, truncated, info = self._env.step(actions)
-        terminated, truncated = np.asarray(terminated, bool), np.asarray(truncated, bool)
-        # At 0 lives (or in games without lives) the game is over and ale-py resets it next step.
-        self._life_lost = terminated & ~truncated & (np.asarray(info["lives"]) > 0)
+        return actions
+
+    def _terminated_codes(self, terminated, truncated, info):
+        lives = np.asarray(info["lives"], np.int64)
+        self._life_lost = (lives < self._lives) & ~terminated & ~truncated
+        self._lives = lives  # a reset step's lives are the new game's
         codes = terminated.astype(np.uint8)
         codes[self._life_lost] = TERMINATED_LIFE_LOST
-        return self._observations(observations), np.asarray(rewards, np.float32), codes, truncated
+        return codes

@@ -1,7 +1,8 @@
 import numpy as np
 
 from learner.slots import SlotTable
-from seed.codec import TERMINATED_LIFE_LOST, EnvStepBatch
+from seed.codec import EnvStepBatch
+from seed.specs import TERMINATED_LIFE_LOST
 
 
 def steps(frames, rewards=None, terminated=None, truncated=None):

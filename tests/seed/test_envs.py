@@ -148,7 +148,7 @@ def test_an_unknown_mujoco_task_is_refused_with_the_known_ones():
 def test_breakout_lost_lives_end_learning_episodes_while_the_game_and_its_five_lives_go_on():
     """A random player: each lost life is code 2 followed by a reset step that serves the ball (FIRE);
     the fifth ends the game (code 1), and only then does the emulator restart."""
-    from seed.codec import TERMINATED_LIFE_LOST
+    from seed.specs import TERMINATED_LIFE_LOST
     e = envs.create_atari_envs(2, game="Breakout", terminal_on_life_loss=True, fire_reset=True, noop_max=0)
     e.reset(seed=0)
     rng = np.random.default_rng(0)
@@ -172,4 +172,18 @@ def test_without_lives_a_life_loss_setting_changes_nothing():
     e.reset(seed=0)
     codes = [int(e.step(np.zeros(1, np.int64))[2][0]) for _ in range(100)]
     assert set(codes) == {0}
+    e.close()
+
+
+def test_a_life_lost_on_the_frame_limit_step_is_a_cut_off_game_not_a_lost_life():
+    """Seaquest, seed 0, no no-ops: NOOPs lose the first life at frame 272, which is also the limit.
+    The game restarts, so the step must say truncated (and not 'life lost, play on')."""
+    e = envs.create_atari_envs(1, game="Seaquest", terminal_on_life_loss=True, max_episode_frames=272,
+                               noop_max=0)
+    e.reset(seed=0)
+    for step in range(1, 100):
+        _, _, terminated, truncated = e.step(np.zeros(1, np.int64))
+        if terminated[0] or truncated[0]:
+            break
+    assert step == 68 and truncated[0] and terminated[0] == 0
     e.close()
