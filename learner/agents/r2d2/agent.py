@@ -93,7 +93,7 @@ class R2D2Agent:
             `max_lag_updates`: inserts (and so every actor) wait while training is more than this many batches
                 behind `replay_ratio`, which then holds in both directions: a learner slower than the actors
                 slows them instead of training less per env step (None: inserts never wait, and on a machine
-                whose learner cannot keep up the ratio falls below `replay_ratio`; 8 in atari_r2d2.gin).
+                whose learner cannot keep up the ratio falls below `replay_ratio`; 16 in atari_r2d2.gin).
             `seed`: seed of the replay's sampling (None: drawn from numpy's global generator, which
                 run_learner.seed seeds).
         """
