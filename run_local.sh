@@ -67,6 +67,8 @@ while [[ $# -gt 0 ]]; do
     *) die "unknown option '$1' (see ./run_local.sh --help)" ;;
   esac
 done
+[[ $NEW == 1 && -n "$LOGDIR" && -f "$LOGDIR/checkpoints/checkpoint" ]] && \
+  die "--new, but --logdir $LOGDIR holds a run with a checkpoint: name a new directory, or drop --new to resume it"
 # Every env family's config names its game or task in the GAME macro (seed/envs/); the last
 # config file that sets it wins, as in gin, unless --game (or a GAME binding) names one.
 if [[ -n "$GAME" ]]; then

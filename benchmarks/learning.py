@@ -166,6 +166,10 @@ def main() -> int:
         runs = [(os.path.splitext(os.path.basename(os.path.normpath(d)))[0], d, None) for d in args.plot]
     else:
         runs = []
+        taken = [d for d in (os.path.join(args.out, f"{args.label}_seed{s}") for s in args.seeds) if os.path.exists(d)]
+        if taken:
+            parser.error(f"{', '.join(taken)} already exist(s): give another --label or --out "
+                         "(--plot draws existing runs)")
         for seed in args.seeds:
             name = f"{args.label}_seed{seed}"
             logdir = os.path.join(args.out, name)

@@ -109,6 +109,15 @@ def test_bad_arguments_fail_with_a_one_line_reason():
     assert result.returncode == 2 and "NUM_ACTORS must be a positive integer" in result.stderr
 
 
+def test_new_with_the_logdir_of_an_existing_run_is_refused_instead_of_resuming_it(tmp_path):
+    (tmp_path / "checkpoints").mkdir()
+    (tmp_path / "checkpoints" / "checkpoint").write_text("an earlier run's checkpoint")
+    result = subprocess.run(["./run_local.sh", "classic", "vtrace", "1", "1", "--logdir", str(tmp_path), "--new"],
+                            cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1
+    assert f"--new, but --logdir {tmp_path} holds a run with a checkpoint" in result.stderr
+
+
 def test_a_game_binding_names_the_run_and_a_binding_of_the_game_setting_itself_is_refused():
     # The env id does not exist, so the learner stops at start, after the run directory is named.
     result = subprocess.run(["./run_local.sh", "classic", "vtrace", "1", "1", "--new", "--gin_bindings",
