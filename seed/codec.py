@@ -11,7 +11,7 @@ from typing import NamedTuple
 import numpy as np
 
 from seed import seed_pb2
-from seed.specs import DISCRETE_ACTION_DTYPE, TERMINATED_LIFE_LOST, ActionSpec, EnvSpec  # noqa: F401
+from seed.specs import DISCRETE_ACTION_DTYPE, TERMINATED_LIFE_LOST, ActionSpec, EnvSpec
 
 ACTION_DTYPE = DISCRETE_ACTION_DTYPE  # continuous actions are float32 (ActionSpec.wire_dtype)
 REWARD_DTYPE = np.dtype("<f4")

@@ -107,8 +107,9 @@ class LifeLossEnvs(ActorEnvs):
         return self._observations(observations)
 
     def _actions(self, actions):
-        actions = np.array(actions)
-        actions[self._life_lost] = self._restart_action
+        if self._life_lost.any():  # rare: most steps pass the actions through uncopied
+            actions = actions.copy()
+            actions[self._life_lost] = self._restart_action
         return actions
 
     def _terminated_codes(self, terminated, truncated, info):
