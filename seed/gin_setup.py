@@ -9,6 +9,12 @@ few letters of one it registers (`run_actr.num_envs`). The learner registers
 every configurable (its own, each registered agent's and the actor's) and
 parses without skipping, so it refuses any misspelt configurable name; a run
 whose actors and learner get the same bindings does not start with one.
+
+Tuned settings for one task (as rl-baselines3-zoo keeps per task) live in
+configs/tasks/<family config>/<GAME>.gin, e.g. tasks/mujoco_ppo/HalfCheetah-v5.gin:
+when the first config is that family's and the GAME macro names that task, the
+file is parsed right after the family config, so later configs and bindings
+still override it.
 """
 import argparse
 import difflib
@@ -22,6 +28,7 @@ from typing import Iterable, Sequence
 import gin
 
 CONFIG_DIR = pathlib.Path(__file__).resolve().parent / "configs"
+TASK_CONFIG_DIR = CONFIG_DIR / "tasks"
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +54,38 @@ def resolve_config_path(name: str) -> str:
 
 def parse(config_files: Sequence[str], bindings: Iterable[str], skip_unknown: bool = False) -> None:
     """Parses configs, then each binding, then finalizes; exits with one line on a bad file or binding.
-    `skip_unknown` skips settings of configurables this process does not register (the actor's case)."""
+    `skip_unknown` skips settings of configurables this process does not register (the actor's case).
+    A task config for the chosen GAME (module docstring) goes in right after the first config."""
     gin.add_config_file_search_path(str(CONFIG_DIR))
+    config_files, bindings = list(config_files), list(bindings)
+    _parse_all(config_files, bindings, skip_unknown)
+    task = task_config(config_files)
+    if task is not None:  # the GAME is only known once everything is parsed: parse again with it in place
+        gin.clear_config()
+        _parse_all(config_files[:1] + [task] + config_files[1:], bindings, skip_unknown)
+        log.info("the task's tuned settings: %s (after %s; later configs and bindings override them)",
+                 task, config_files[0])
+    try:
+        gin.finalize()
+    except _GIN_ERRORS as e:
+        _fail("bad gin configuration", e)
+
+
+def task_config(config_files: Sequence[str]):
+    """The path of the tuned settings for the GAME just parsed under the first config's family and
+    agent (tasks/mujoco_ppo/HalfCheetah-v5.gin), or None when there are none or they are given already."""
+    if not config_files:
+        return None
+    try:
+        game = gin.query_parameter("%GAME")
+    except ValueError:  # a config without a GAME macro
+        return None
+    path = TASK_CONFIG_DIR / pathlib.Path(resolve_config_path(config_files[0])).stem / f"{game}.gin"
+    given = {pathlib.Path(resolve_config_path(name)).resolve() for name in config_files}
+    return str(path) if path.is_file() and path.resolve() not in given else None
+
+
+def _parse_all(config_files: Sequence[str], bindings: Sequence[str], skip_unknown: bool) -> None:
     if skip_unknown:
         _refuse_near_misses([(resolve_config_path(name), None) for name in config_files] +
                             [(None, binding) for binding in bindings])
@@ -66,10 +103,6 @@ def parse(config_files: Sequence[str], bindings: Iterable[str], skip_unknown: bo
             gin.parse_config(binding, skip_unknown)
         except _GIN_ERRORS as e:
             _fail(f"bad gin binding {binding!r}", e)
-    try:
-        gin.finalize()
-    except _GIN_ERRORS as e:
-        _fail("bad gin configuration", e)
 
 
 _GIN_ERRORS = (ValueError, KeyError, SyntaxError, TypeError)

@@ -1,3 +1,4 @@
+import pathlib
 import subprocess
 import sys
 
@@ -65,6 +66,40 @@ def test_bundled_configs_parse_for_both_roles(config):
         gin_setup.parse([config], [], skip_unknown=True)
     finally:
         gin.clear_config()
+
+
+TASK_CONFIGS = sorted(p.relative_to(gin_setup.TASK_CONFIG_DIR) for p in gin_setup.TASK_CONFIG_DIR.glob("*/*.gin"))
+
+
+def bound_values(configs, bindings, settings, skip_unknown=False):
+    try:
+        gin_setup.parse(configs, bindings, skip_unknown=skip_unknown)
+        values = {}
+        for setting in settings:
+            try:
+                values[setting] = gin.query_parameter(setting)
+            except ValueError:  # not bound: the code's default
+                values[setting] = None
+        return values
+    finally:
+        gin.clear_config()
+
+
+@pytest.mark.parametrize("task", TASK_CONFIGS, ids=str)
+def test_a_task_config_is_applied_for_its_game_after_its_family_config_and_before_bindings(task):
+    import actors.actor  # noqa: F401
+    import learner.learner  # noqa: F401
+    family, game, path = f"{task.parent}.gin", task.stem, str(gin_setup.TASK_CONFIG_DIR / task)
+    settings = [line.split("=")[0].strip() for line in pathlib.Path(path).read_text().splitlines()
+                if "=" in line and not line.startswith("#")]
+    other = ["GAME='NoSuchTask-v0'"]
+    expected = bound_values([family, path], other, settings)
+    for skip_unknown in (False, True):  # the learner's parse and the actor's
+        assert bound_values([family], [f"GAME='{game}'"], settings, skip_unknown) == expected
+    defaults = bound_values([family], other, settings)
+    changed = [s for s in settings if defaults[s] != expected[s] and isinstance(expected[s], (int, float))]
+    assert changed, f"{task} changes no number of {family}"
+    assert bound_values([family], [f"GAME='{game}'", f"{changed[0]}=12345"], changed)[changed[0]] == 12345
 
 
 def gin_error(configs, bindings, skip_unknown=True):
