@@ -81,8 +81,10 @@ def task_config(config_files: Sequence[str]):
     except ValueError:  # a config without a GAME macro
         return None
     path = TASK_CONFIG_DIR / pathlib.Path(resolve_config_path(config_files[0])).stem / f"{game}.gin"
+    if not path.is_file():
+        return None
     given = {pathlib.Path(resolve_config_path(name)).resolve() for name in config_files}
-    return str(path) if path.is_file() and path.resolve() not in given else None
+    return None if path.resolve() in given else str(path)
 
 
 def _parse_all(config_files: Sequence[str], bindings: Sequence[str], skip_unknown: bool) -> None:
