@@ -44,6 +44,10 @@ class PPOAgent:
             Gaussian whose samples are clipped to them (False).
         `scale_rewards`: divide rewards by the running standard deviation of each env's discounted return,
             over all actors (False; True in mujoco_ppo.gin), after `run_learner.reward_clipping`.
+        `recompute_advantages`: compute GAE before every epoch from the network's values as they are then,
+            instead of once per batch from the values stored when acting (False, as CleanRL and the PPO
+            paper do). Andrychowicz et al. (2021) recommend it; V-trace here recomputes its targets with
+            the current values in every minibatch. Costs one forward pass over the batch per epoch.
     """
 
     supports_strategy = False
@@ -52,7 +56,7 @@ class PPOAgent:
 
     def __init__(self, context: AgentContext, unroll_length: int = 128, batch_size: int = 8,
                  unroll_queue_capacity: int = 16, epochs: int = 4, minibatches: int = 4,
-                 squash_actions: bool = False, scale_rewards: bool = False):
+                 squash_actions: bool = False, scale_rewards: bool = False, recompute_advantages: bool = False):
         require_positive("PPOAgent", unroll_length=unroll_length, batch_size=batch_size,
                          unroll_queue_capacity=unroll_queue_capacity, epochs=epochs, minibatches=minibatches)
         if unroll_queue_capacity < batch_size:
@@ -62,6 +66,7 @@ class PPOAgent:
         self.distribution = for_action_spec(spec.action, squash_actions)
         self.queue = UnrollQueue(unroll_queue_capacity)
         self.batch_size, self.epochs, self.minibatches = batch_size, epochs, minibatches
+        self.recompute_advantages = recompute_advantages
         self.frames_per_update = batch_size * unroll_length * spec.frames_per_step
         self.network = self.build_network(spec, context.num_stacked_frames)
         self.optimizer = create_optimizer(
@@ -142,11 +147,16 @@ class PPOAgent:
         return self.queue.get_batch(self.batch_size, stop)
 
     def update(self, batch) -> Tuple[Dict[str, float], int]:
-        """GAE once per batch from the stored values (as PPO computes it before its epochs), then the
-        epochs of minibatches. Returns the averaged metrics and the batch's environment frames."""
-        steps = self.trainer.prepare(batch)
-        if not self.state_size:  # feed-forward: minibatches of shuffled single steps, each a one-step unroll
-            steps = {k: v.reshape(v.shape[0] * v.shape[1], 1, *v.shape[2:]) for k, v in steps.items()}
+        """GAE once per batch from the stored values (as PPO computes it before its epochs), or before
+        every epoch from the current ones, then the epochs of minibatches. Returns the averaged metrics
+        and the batch's environment frames."""
+        def epoch_batch(current_values: bool) -> Dict[str, np.ndarray]:
+            steps = self.trainer.prepare(batch, current_values)
+            if not self.state_size:  # feed-forward: minibatches of shuffled single steps, one-step unrolls
+                steps = {k: v.reshape(v.shape[0] * v.shape[1], 1, *v.shape[2:]) for k, v in steps.items()}
+            return steps
+
+        steps = (lambda: epoch_batch(True)) if self.recompute_advantages else epoch_batch(False)
         metrics = train_in_minibatches(self.trainer.update, steps, self.epochs, self.minibatches, self._shuffle)
         return metrics, self.frames_per_update
 

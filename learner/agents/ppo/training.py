@@ -1,4 +1,4 @@
-"""PPO's update: GAE once per batch, then gradient steps on minibatches of its steps."""
+"""PPO's update: GAE once per batch (or once per epoch), then gradient steps on minibatches of its steps."""
 from typing import Dict
 
 import gin
@@ -89,6 +89,11 @@ class PPOTrainer:
         self.step = GradientStep("PPOTrainer", optimizer, network.trainable_variables, max_gradient_norm, jit_compile)
         self._update = self.step.compile(self._update_impl)
         self._advantages = tf.function(self.loss.advantages)
+        self._values = tf.function(self._values_impl)
+
+    def _values_impl(self, prev_action, reward, first, observation, core_state):
+        outputs, _ = self.network.unroll(prev_action, EnvOutput(reward, first, observation), core_state[0])
+        return outputs.baseline
 
     def _update_impl(self, unrolls):
         with tf.GradientTape() as tape:
@@ -96,12 +101,18 @@ class PPOTrainer:
         gradients = tape.gradient(total, self.network.trainable_variables)
         return {**metrics, **self.step.apply(total, gradients)}
 
-    def prepare(self, batch: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
+    def prepare(self, batch: Dict[str, np.ndarray], current_values: bool = False) -> Dict[str, np.ndarray]:
         """Batch-major [B, T+1] unrolls to batch-major [B, T] steps (the unrolls without their bootstrap
-        step, as views) with 'valid', 'advantages' and 'returns'. Only the four fields GAE needs go
-        through TensorFlow, not the observations."""
-        computed = self._advantages(*(np.swapaxes(batch[k], 0, 1) for k in ("reward", "value", "terminated",
-                                                                              "truncated")))
+        step, as views) with 'valid', 'advantages' and 'returns'. GAE takes the values stored when
+        acting, or with `current_values` the network's values now (one forward pass over the batch);
+        'value' stays the stored one either way, as value clipping needs. Without `current_values` only
+        the four fields GAE needs go through TensorFlow, not the observations."""
+        time_major = lambda k: np.swapaxes(batch[k], 0, 1)
+        value = time_major("value")
+        if current_values:
+            value = self._values(*(time_major(k) for k in ("prev_action", "reward", "first", "observation",
+                                                            "core_state")))
+        computed = self._advantages(time_major("reward"), value, time_major("terminated"), time_major("truncated"))
         steps = {k: v[:, :-1] for k, v in batch.items() if k not in ("terminated", "truncated")}
         steps.update({k: np.swapaxes(v.numpy(), 0, 1) for k, v in zip(("valid", "advantages", "returns"), computed)})
         return steps

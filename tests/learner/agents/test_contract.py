@@ -30,10 +30,11 @@ TRAINING = sorted(name for name in AGENTS if name != "FixedActionAgent")
 CONTINUOUS_AGENTS = sorted(name for name, cls in AGENTS.items() if "continuous" in cls.action_kinds)
 
 
-def make(name, stop=None, spec=None):
+def make(name, stop=None, spec=None, **settings):
+    """The agent with SMALL's settings (and `settings` over them) and an inference pipeline to drive it."""
     assert name in SMALL, f"add small test settings for {name} to SMALL"
     spec = spec or (SPEC if "discrete" in AGENTS[name].action_kinds else CONTINUOUS)
-    agent = AGENTS[name](AgentContext(spec, 1, 8, 10 ** 6, stop or threading.Event()), **SMALL[name])
+    agent = AGENTS[name](AgentContext(spec, 1, 8, 10 ** 6, stop or threading.Event()), **{**SMALL[name], **settings})
     return agent, InferencePipeline(agent, spec, max_slots=8, num_stacked_frames=1, reward_clipping="none")
 
 
