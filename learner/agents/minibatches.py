@@ -4,40 +4,42 @@ from typing import Callable, Dict, Union
 
 import numpy as np
 
-# A metric that is an array over the batch's unrolls rather than a scalar (V-trace's per-unroll errors,
-# prioritised replay's priorities); minibatches' arrays are put back in batch order.
-PER_UNROLL_ERRORS = "per_unroll/errors"
-
+# Metrics under this prefix are arrays over a minibatch's unrolls (rows) rather than scalars; they
+# are put back in batch order, each row's from the last epoch that trained it.
+PER_UNROLL = "per_unroll/"
+PER_UNROLL_ERRORS = PER_UNROLL + "errors"  # V-trace's per-unroll errors, prioritised replay's priorities
+PER_UNROLL_VALUES = PER_UNROLL + "values"  # PPO's values of each trained step, [rows, T]
 
 Batch = Dict[str, np.ndarray]
 
 
-def train_in_minibatches(update: Callable[[Batch], Dict[str, float]], batch: Union[Batch, Callable[[], Batch]],
+def train_in_minibatches(update: Callable[[Batch], Dict[str, float]],
+                         batch: Union[Batch, Callable[[Dict[str, np.ndarray]], Batch]],
                          epochs: int, minibatches: int, rng: np.random.Generator) -> Dict[str, float]:
     """Calls `update` on `epochs` x `minibatches` minibatches of whole unrolls (batch-major [B, ...]
     arrays), reshuffled every epoch; returns the steps' metrics averaged, with 'update_applied' true
-    when any step was applied and 'skipped_steps' the count of non-finite steps skipped. A
-    PER_UNROLL_ERRORS array comes back [B] in batch order, from each unroll's last epoch. `batch` may
-    be a function that returns the batch afresh before every epoch (PPO's advantages from the values
-    the network has then)."""
-    epoch_batch = batch if callable(batch) else lambda: batch
+    when any step was applied and 'skipped_steps' the count of non-finite steps skipped. PER_UNROLL
+    arrays come back [B, ...] in batch order. `batch` may be a function that makes the batch afresh
+    before every epoch from the PER_UNROLL arrays of the epochs so far (empty before the first): PPO's
+    advantages from the values its minibatches computed in the previous epoch."""
+    epoch_batch = batch if callable(batch) else lambda per_unroll: batch
+    per_unroll: Dict[str, np.ndarray] = {}
     if epochs == 1 and minibatches == 1:
-        return update(epoch_batch())
+        return update(epoch_batch(per_unroll))
     steps = []
-    errors = None
     for _ in range(epochs):
-        this_epoch = epoch_batch()
+        this_epoch = epoch_batch(dict(per_unroll))
         size = len(next(iter(this_epoch.values())))
         for indices in np.array_split(rng.permutation(size), minibatches):
             steps.append(update({k: v[indices] for k, v in this_epoch.items()}))
-            if PER_UNROLL_ERRORS in steps[-1]:
-                errors = np.zeros(size, np.float64) if errors is None else errors
-                errors[indices] = steps[-1].pop(PER_UNROLL_ERRORS)
+            for key in [k for k in steps[-1] if k.startswith(PER_UNROLL)]:
+                rows = np.asarray(steps[-1].pop(key))
+                if key not in per_unroll:
+                    per_unroll[key] = np.zeros((size,) + rows.shape[1:], np.float64)
+                per_unroll[key][indices] = rows
     # A skipped (non-finite) step's NaN must not reach the averages.
     applied = [m for m in steps if m["update_applied"]] or steps
     metrics = {k: float(np.mean([m[k] for m in applied])) for k in steps[0]}
     metrics["update_applied"] = any(m["update_applied"] for m in steps)
     metrics["skipped_steps"] = sum(not m["update_applied"] for m in steps)
-    if errors is not None:
-        metrics[PER_UNROLL_ERRORS] = errors
-    return metrics
+    return {**metrics, **per_unroll}

@@ -9,7 +9,7 @@ import gin
 import numpy as np
 
 from learner.agents.base import AgentContext, EvaluationPolicy, action_kind, bound_setting, numpy_seed, register
-from learner.agents.minibatches import train_in_minibatches
+from learner.agents.minibatches import PER_UNROLL_VALUES, train_in_minibatches
 from learner.agents.ppo.training import PPOTrainer
 from learner.batcher import LearnerStopped
 from learner.data.unrolls import UnrollQueue, UnrollStore
@@ -44,10 +44,13 @@ class PPOAgent:
             Gaussian whose samples are clipped to them (False).
         `scale_rewards`: divide rewards by the running standard deviation of each env's discounted return,
             over all actors (False; True in mujoco_ppo.gin), after `run_learner.reward_clipping`.
-        `recompute_advantages`: compute GAE before every epoch from the network's values as they are then,
-            instead of once per batch from the values stored when acting (False, as CleanRL and the PPO
-            paper do). Andrychowicz et al. (2021) recommend it; V-trace here recomputes its targets with
-            the current values in every minibatch. Costs one forward pass over the batch per epoch.
+        `recompute_advantages`: compute GAE again before every epoch after the first, from the values the
+            network gave each step in the previous epoch's minibatches (and its values now for the
+            unrolls' bootstrap steps), instead of once per batch from the values stored when acting
+            (False, as CleanRL and the PPO paper do). Andrychowicz et al. (2021) recommend it; V-trace
+            here recomputes its targets with the current values in every minibatch. Costs a forward pass
+            over the batch's B bootstrap observations per epoch (a forward pass over the whole batch
+            before every epoch cost Pong a fifth of its frames/s).
     """
 
     supports_strategy = False
@@ -148,16 +151,23 @@ class PPOAgent:
 
     def update(self, batch) -> Tuple[Dict[str, float], int]:
         """GAE once per batch from the stored values (as PPO computes it before its epochs), or before
-        every epoch from the current ones, then the epochs of minibatches. Returns the averaged metrics
-        and the batch's environment frames."""
-        def epoch_batch(current_values: bool) -> Dict[str, np.ndarray]:
-            steps = self.trainer.prepare(batch, current_values)
+        every later epoch from the values the previous epoch's minibatches computed, then the epochs of
+        minibatches. Returns the averaged metrics and the batch's environment frames."""
+        stored = batch["value"][:, :-1]
+
+        def epoch_batch(per_unroll: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
+            values = per_unroll.get(PER_UNROLL_VALUES) if self.recompute_advantages else None
+            if values is not None:  # a skipped (non-finite) step's rows keep the stored values
+                values = values.reshape(stored.shape)
+                values = np.where(np.isfinite(values), values, stored)
+            steps = self.trainer.prepare(batch, values)
             if not self.state_size:  # feed-forward: minibatches of shuffled single steps, one-step unrolls
                 steps = {k: v.reshape(v.shape[0] * v.shape[1], 1, *v.shape[2:]) for k, v in steps.items()}
             return steps
 
-        steps = (lambda: epoch_batch(True)) if self.recompute_advantages else epoch_batch(False)
-        metrics = train_in_minibatches(self.trainer.update, steps, self.epochs, self.minibatches, self._shuffle)
+        metrics = train_in_minibatches(self.trainer.update, epoch_batch if self.recompute_advantages
+                                       else epoch_batch({}), self.epochs, self.minibatches, self._shuffle)
+        metrics.pop(PER_UNROLL_VALUES, None)
         return metrics, self.frames_per_update
 
     def trackables(self) -> Dict[str, object]:

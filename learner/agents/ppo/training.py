@@ -1,11 +1,12 @@
-"""PPO's update: GAE once per batch (or once per epoch), then gradient steps on minibatches of its steps."""
-from typing import Dict
+"""PPO's update: GAE once per batch (or before every epoch), then gradient steps on minibatches of its steps."""
+from typing import Dict, Optional
 
 import gin
 import numpy as np
 import tensorflow as tf
 
 from learner.agents.gradient_step import GradientStep
+from learner.agents.minibatches import PER_UNROLL_VALUES
 from learner.agents.policy_losses import clipped_surrogate_loss, episode_masks, masked_mean
 from learner.agents.ppo import maths as ppo
 from learner.networks import EnvOutput
@@ -53,7 +54,8 @@ class PPOLoss:
 
     def __call__(self, network, distribution, steps: Dict[str, tf.Tensor]):
         """`steps`: time-major [T, B] steps as PPOTrainer.prepare returns them; T is 1 when a feed-forward
-        network trains on shuffled single steps."""
+        network trains on shuffled single steps. Besides the metrics, returns the values it computed,
+        batch-major [B, T], as PER_UNROLL_VALUES (what recomputed advantages take)."""
         valid = steps["valid"]
         outputs, _ = network.unroll(steps["prev_action"], EnvOutput(steps["reward"], steps["first"],
                                                                     steps["observation"]), steps["core_state"][0])
@@ -71,7 +73,8 @@ class PPOLoss:
         return total, {"loss/total": total, "loss/policy": pg_loss, "loss/value": v_loss, "loss/entropy": -entropy,
                        "policy/approx_kl": masked_mean(rhos - 1.0 - log_rhos, valid),
                        "policy/clip_fraction": masked_mean(
-                           tf.cast(tf.abs(rhos - 1.0) > self.clip_epsilon, tf.float32), valid)}
+                           tf.cast(tf.abs(rhos - 1.0) > self.clip_epsilon, tf.float32), valid),
+                       PER_UNROLL_VALUES: tf.transpose(tf.stop_gradient(values))}
 
 
 @gin.configurable(denylist=["network", "distribution", "optimizer"])
@@ -101,17 +104,18 @@ class PPOTrainer:
         gradients = tape.gradient(total, self.network.trainable_variables)
         return {**metrics, **self.step.apply(total, gradients)}
 
-    def prepare(self, batch: Dict[str, np.ndarray], current_values: bool = False) -> Dict[str, np.ndarray]:
+    def prepare(self, batch: Dict[str, np.ndarray], step_values: Optional[np.ndarray] = None) -> Dict[str, np.ndarray]:
         """Batch-major [B, T+1] unrolls to batch-major [B, T] steps (the unrolls without their bootstrap
         step, as views) with 'valid', 'advantages' and 'returns'. GAE takes the values stored when
-        acting, or with `current_values` the network's values now (one forward pass over the batch);
-        'value' stays the stored one either way, as value clipping needs. Without `current_values` only
-        the four fields GAE needs go through TensorFlow, not the observations."""
+        acting, or `step_values` [B, T] for the steps with the network's values now for the bootstrap
+        steps (one forward pass over B observations); 'value' stays the stored one either way, as value
+        clipping needs. Only the fields GAE needs go through TensorFlow, not the observations."""
         time_major = lambda k: np.swapaxes(batch[k], 0, 1)
         value = time_major("value")
-        if current_values:
-            value = self._values(*(time_major(k) for k in ("prev_action", "reward", "first", "observation",
-                                                            "core_state")))
+        if step_values is not None:
+            last = [time_major(k)[-1:] for k in ("prev_action", "reward", "first", "observation", "core_state")]
+            value = np.concatenate([np.swapaxes(step_values, 0, 1).astype(np.float32),
+                                    self._values(*last).numpy()], 0)
         computed = self._advantages(time_major("reward"), value, time_major("terminated"), time_major("truncated"))
         steps = {k: v[:, :-1] for k, v in batch.items() if k not in ("terminated", "truncated")}
         steps.update({k: np.swapaxes(v.numpy(), 0, 1) for k, v in zip(("valid", "advantages", "returns"), computed)})

@@ -1,44 +1,81 @@
-"""PPO's advantages recomputed before every epoch (`PPOAgent.recompute_advantages`): GAE from the
-values the network gives now, against the numpy reference, and one recomputation per epoch."""
+"""PPO's advantages recomputed before every later epoch (`PPOAgent.recompute_advantages`): GAE from the
+values the previous epoch's minibatches computed and the network's bootstrap values, against the numpy
+reference; and the per-unroll arrays train_in_minibatches hands from one epoch to the next."""
 import numpy as np
 
+from learner.agents.minibatches import PER_UNROLL_VALUES, train_in_minibatches
 from learner.networks import EnvOutput
 from tests.learner.agents.test_contract import SMALL, first_batch, make
 from tests.learner.agents.test_ppo_maths import numpy_gae
 
 
-def test_current_values_give_the_gae_of_the_networks_values_now():
+def test_step_values_give_the_gae_of_those_values_and_the_networks_bootstrap_values():
     agent, pipeline = make("PPOAgent")
     batch = first_batch(agent, pipeline, np.random.default_rng(7))
     rng = np.random.default_rng(8)
     for variable in agent.network.trainable_variables:  # the network moves on after acting
         variable.assign_add(0.3 * rng.normal(size=variable.shape).astype(np.float32))
-    stored, current = agent.trainer.prepare(batch), agent.trainer.prepare(batch, current_values=True)
+    step_values = rng.normal(size=batch["value"][:, :-1].shape).astype(np.float32)
+    stored, recomputed = agent.trainer.prepare(batch), agent.trainer.prepare(batch, step_values)
 
     time_major = {k: np.swapaxes(v, 0, 1) for k, v in batch.items()}
     outputs, _ = agent.network.unroll(time_major["prev_action"], EnvOutput(
         time_major["reward"], time_major["first"], time_major["observation"]), time_major["core_state"][0])
-    values = outputs.baseline.numpy()
+    values = np.concatenate([step_values.T, outputs.baseline.numpy()[-1:]], 0)
     terminated, done = time_major["terminated"], time_major["terminated"] | time_major["truncated"]
     discount, lambda_ = agent.trainer.loss.discount, agent.trainer.loss.lambda_
     expected = numpy_gae(time_major["reward"][1:], values[:-1], values[-1], discount * (1 - terminated[1:]),
                          1.0 - done[:-1], lambda_)
-    np.testing.assert_allclose(current["advantages"], expected.T, rtol=1e-4, atol=1e-4)
-    np.testing.assert_allclose(current["returns"], (expected + values[:-1]).T, rtol=1e-4, atol=1e-4)
-    assert not np.allclose(stored["advantages"], current["advantages"], atol=1e-3)
-    np.testing.assert_array_equal(current["value"], batch["value"][:, :-1])  # value clipping's reference
+    np.testing.assert_allclose(recomputed["advantages"], expected.T, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(recomputed["returns"], (expected + values[:-1]).T, rtol=1e-4, atol=1e-4)
+    assert not np.allclose(stored["advantages"], recomputed["advantages"], atol=1e-3)
+    np.testing.assert_array_equal(recomputed["value"], batch["value"][:, :-1])  # value clipping's reference
 
 
-def test_recomputing_advantages_prepares_every_epoch_afresh_and_trains():
+def test_later_epochs_take_the_values_the_previous_epochs_minibatches_computed():
     agent, pipeline = make("PPOAgent", recompute_advantages=True)
     batch = first_batch(agent, pipeline, np.random.default_rng(9))
-    prepared = []
-    prepare = agent.trainer.prepare
-    agent.trainer.prepare = lambda b, current_values=False: prepared.append(current_values) or prepare(
-        b, current_values)
+    given, computed = [], []
+    prepare, update = agent.trainer.prepare, agent.trainer.update
+    agent.trainer.prepare = lambda b, step_values=None: given.append(step_values) or prepare(b, step_values)
+
+    def recording_update(minibatch):
+        result = update(minibatch)
+        computed.append(result[PER_UNROLL_VALUES].copy())
+        return result
+    agent.trainer.update = recording_update
     before = [v.numpy().copy() for v in agent.network.trainable_variables]
     metrics, new_frames = agent.update(batch)
-    assert prepared == [True] * SMALL["PPOAgent"]["epochs"]
+
+    epochs, minibatches = SMALL["PPOAgent"]["epochs"], SMALL["PPOAgent"]["minibatches"]
+    assert len(given) == epochs and given[0] is None  # the first epoch: the values stored when acting
+    stored = batch["value"][:, :-1]
+    for values in given[1:]:
+        assert values.shape == stored.shape and np.isfinite(values).all()
+        assert not np.allclose(values, stored, atol=1e-4)
+    # The second epoch's values are exactly what the first epoch's minibatches returned, in batch order.
+    first_epoch = np.sort(np.concatenate([c.ravel() for c in computed[:minibatches]]))
+    np.testing.assert_allclose(np.sort(given[1].ravel()), first_epoch, rtol=1e-6)
+    assert PER_UNROLL_VALUES not in metrics
     assert metrics.pop("update_applied") and metrics.pop("skipped_steps") == 0
     assert all(np.isfinite(v) for v in metrics.values()) and new_frames > 0
     assert any(not np.array_equal(b, a.numpy()) for b, a in zip(before, agent.network.trainable_variables))
+
+
+def test_per_unroll_arrays_come_back_in_batch_order_and_reach_the_next_epoch():
+    batch = {"x": np.arange(6, dtype=np.float64)}
+    seen = []
+
+    def epoch_batch(per_unroll):
+        seen.append(per_unroll.get("per_unroll/double"))
+        return batch
+
+    def update(minibatch):  # each row's array: twice its value, two columns
+        return {"update_applied": True, "loss": 1.0, "per_unroll/double": np.stack([2 * minibatch["x"]] * 2, 1)}
+    metrics = train_in_minibatches(update, epoch_batch, 3, 2, np.random.default_rng(0))
+    expected = np.stack([2 * batch["x"]] * 2, 1)
+    assert seen[0] is None
+    np.testing.assert_array_equal(seen[1], expected)
+    np.testing.assert_array_equal(seen[2], expected)
+    np.testing.assert_array_equal(metrics["per_unroll/double"], expected)
+    assert metrics["loss"] == 1.0 and metrics["skipped_steps"] == 0
