@@ -4,8 +4,8 @@ from typing import Callable, Dict, Union
 
 import numpy as np
 
-# Metrics under this prefix are arrays over a minibatch's unrolls (rows) rather than scalars; they
-# are put back in batch order, each row's from the last epoch that trained it.
+# Metrics under this prefix are arrays over a minibatch's unrolls (rows) rather than scalars; each
+# epoch's are put back in batch order (every epoch trains every row once).
 PER_UNROLL = "per_unroll/"
 PER_UNROLL_ERRORS = PER_UNROLL + "errors"  # V-trace's per-unroll errors, prioritised replay's priorities
 PER_UNROLL_VALUES = PER_UNROLL + "values"  # PPO's values of each trained step, [rows, T]
@@ -19,7 +19,7 @@ def train_in_minibatches(update: Callable[[Batch], Dict[str, float]],
     """Calls `update` on `epochs` x `minibatches` minibatches of whole unrolls (batch-major [B, ...]
     arrays), reshuffled every epoch; returns the steps' metrics averaged, with 'update_applied' true
     when any step was applied and 'skipped_steps' the count of non-finite steps skipped. PER_UNROLL
-    arrays come back [B, ...] in batch order. `batch` may be a function that makes the batch afresh
+    arrays come back [B, ...] in batch order, from the last epoch. `batch` may be a function that makes the batch afresh
     before every epoch from the PER_UNROLL arrays of the epochs so far (empty before the first): PPO's
     advantages from the values its minibatches computed in the previous epoch."""
     epoch_batch = batch if callable(batch) else lambda per_unroll: batch
@@ -28,7 +28,8 @@ def train_in_minibatches(update: Callable[[Batch], Dict[str, float]],
         return update(epoch_batch(per_unroll))
     steps = []
     for _ in range(epochs):
-        this_epoch = epoch_batch(dict(per_unroll))
+        this_epoch = epoch_batch(per_unroll)
+        per_unroll = {}  # fresh arrays: what the batch function was handed stays as it was
         size = len(next(iter(this_epoch.values())))
         for indices in np.array_split(rng.permutation(size), minibatches):
             steps.append(update({k: v[indices] for k, v in this_epoch.items()}))
