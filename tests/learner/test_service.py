@@ -332,7 +332,11 @@ def test_64_streams_connecting_at_once_are_served_or_refused_none_hangs_and_batc
     slots = SlotAllocator(streams * envs)
 
     def policy(ids, steps):
-        time.sleep(0.003)  # a policy call's compute (the Nature CNN on 64 envs takes ~10 ms on 2 cores)
+        # A policy call's compute: the Nature CNN on 64 envs takes ~10 ms on 2 cores. With a shorter
+        # call (3 ms) the 64 in-process client threads became the bottleneck on a busy machine and
+        # batches formed from whatever they had re-sent in time (45-57 envs), a check of the
+        # machine's scheduling rather than of the batcher; at 10 ms: 61-64 beside a 2-core run.
+        time.sleep(0.010)
         return (ids % SPEC.num_actions).astype(np.int32)
 
     batcher = InferenceBatcher(policy, lambda ids: slots.free(ids), 64, 10)
