@@ -14,7 +14,9 @@ pip install -e '.[bench]').
 Prints one JSON line per run: the mean return at 2.5M, 5M, 10M and 20M frames and the frames and
 wall seconds at which it first reached `--threshold` (default: the game's, e.g. +18 for Pong).
 `--plot` draws the same from existing run directories (their episodes.csv) or copies of
-episodes.csv files, without training.
+episodes.csv files, without training. `--resume` goes on with runs a stopped invocation left (a run
+stops cleanly on Ctrl-C or `kill`, at its last checkpoint): the same command plus `--resume` trains
+each seed's run to `--frames` from where it stopped, and its wall seconds leave out the time between.
 """
 import argparse
 import csv
@@ -25,7 +27,7 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, REPO)
@@ -82,30 +84,80 @@ def write_plot(path: str, curves: Dict[str, list], game: Optional[str], threshol
     print(f"wrote {path}", file=sys.stderr)
 
 
+def segments_path(logdir: str) -> str:
+    return os.path.join(logdir, "learning_segments.json")
+
+
+def read_segments(logdir: str) -> List[list]:
+    """[start, end] wall times of each invocation that trained the run; end is None where one was
+    killed before it could write it."""
+    try:
+        with open(segments_path(logdir)) as f:
+            return json.load(f)
+    except OSError:
+        return []
+
+
+def write_segments(logdir: str, segments: List[list]) -> None:
+    with open(segments_path(logdir) + ".tmp", "w") as f:
+        json.dump(segments, f)
+    os.replace(segments_path(logdir) + ".tmp", segments_path(logdir))
+
+
+def training_seconds(episodes, segments: List[list]):
+    """The episodes with their wall time counted in seconds of training: from the first segment's
+    start, leaving out the time between segments (a segment killed without an end ends at its last
+    episode). Without segments (runs from before them), times count from the first episode."""
+    if not segments:
+        return episodes, None
+    spans = []
+    for i, (start, end) in enumerate(segments):
+        if end is None:
+            limit = segments[i + 1][0] if i + 1 < len(segments) else float("inf")
+            end = max([e[2] for e in episodes if e[2] is not None and start <= e[2] <= limit], default=start)
+        spans.append((start, end))
+
+    def clock(when):
+        return None if when is None else sum(max(0.0, min(when, end) - start) for start, end in spans)
+    return [(frames, ret, clock(when)) for frames, ret, when in episodes], 0.0
+
+
 def train(args, seed: int, logdir: str) -> None:
-    """One run_local.sh run until `args.frames` environment frames."""
+    """One run_local.sh run until `args.frames` environment frames, or on from its checkpoint."""
+    resuming = os.path.exists(logdir)
     command = [os.path.join(REPO, "run_local.sh"), args.env, args.agent, str(args.actors), str(args.envs),
-               "--logdir", logdir, "--new", "--gin_bindings", f"run_learner.seed={seed}",
-               "--gin_bindings", f"run_actor.seed={seed}"]
+               "--logdir", logdir, "--gin_bindings", f"run_learner.seed={seed}",
+               "--gin_bindings", f"run_actor.seed={seed}"] + ([] if resuming else ["--new"])
     if args.game:
         command += ["--game", args.game]
     for config in args.gin_config:
         command += ["--gin_config", config]
     for binding in args.gin_bindings:
         command += ["--gin_bindings", binding]
+    if resuming and read_episodes(logdir) and read_episodes(logdir)[-1][0] >= args.frames:
+        return  # trained to --frames already
     started = time.time()
-    with open(logdir + ".log", "w") as log:
+    with open(logdir + ".log", "a" if resuming else "w") as log:
         process = subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
                                    start_new_session=True)
-    last_report = 0.0
+    segments = read_segments(logdir) if resuming else []
+    if resuming and not segments and read_episodes(logdir):  # a run from before segments were kept
+        times = [e[2] for e in read_episodes(logdir) if e[2] is not None]
+        segments = [[min(times), max(times)]] if times else []
+    segments.append([started, None])
+    last_report, recorded = 0.0, False
     try:
         while process.poll() is None:
             time.sleep(5)
+            if not recorded and os.path.isdir(logdir):  # once run_local.sh has made the run directory
+                write_segments(logdir, segments)
+                recorded = True
             episodes = read_episodes(logdir)
             frames = episodes[-1][0] if episodes else 0
             if time.time() - last_report >= args.report_interval_s:
                 last_report = time.time()
-                rows = curve(episodes, args.window, started)
+                timed, start = training_seconds(episodes, segments)
+                rows = curve(timed, args.window, start)
                 print(json.dumps({"run": os.path.basename(logdir), "env_frames": frames,
                                   "wall_s": round(time.time() - started),
                                   "mean_return": round(rows[-1][2], 2) if rows else None}), flush=True)
@@ -119,6 +171,9 @@ def train(args, seed: int, logdir: str) -> None:
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+        if os.path.isdir(logdir):
+            segments[-1][1] = time.time()
+            write_segments(logdir, segments)
     if process.returncode not in (0, 130) and not read_episodes(logdir):
         raise RuntimeError(f"{logdir} ended with exit code {process.returncode} and no episodes; "
                            f"see {logdir}.log")
@@ -149,6 +204,8 @@ def main() -> int:
     parser.add_argument("--window", type=int, default=100, help="episodes in the mean return")
     parser.add_argument("--timeout_s", type=float, default=6 * 3600, help="stops a run after this long")
     parser.add_argument("--report_interval_s", type=float, default=60.0)
+    parser.add_argument("--resume", action="store_true",
+                        help="go on with the seeds' runs that exist (from their last checkpoint) to --frames")
     parser.add_argument("--plot", nargs="+", metavar="RUN_DIR_OR_CSV",
                         help="only draw these runs' curves (run directories or episodes.csv files)")
     args = parser.parse_args()
@@ -159,33 +216,38 @@ def main() -> int:
         (game, args.agent), THRESHOLDS.get(game))
     os.makedirs(args.out, exist_ok=True)
 
+    if args.plot and args.resume:
+        parser.error("--resume trains; --plot only draws: give one of them")
     if args.plot:
         missing = [d for d in args.plot if not os.path.isfile(d) and not os.path.exists(os.path.join(d, "episodes.csv"))]
         if missing:
             parser.error(f"no episodes.csv in {', '.join(missing)}")
-        runs = [(os.path.splitext(os.path.basename(os.path.normpath(d)))[0], d, None) for d in args.plot]
+        runs = [(os.path.splitext(os.path.basename(os.path.normpath(d)))[0], d) for d in args.plot]
     else:
         runs = []
         taken = [d for d in (os.path.join(args.out, f"{args.label}_seed{s}") for s in args.seeds) if os.path.exists(d)]
-        if taken:
-            parser.error(f"{', '.join(taken)} already exist(s): give another --label or --out "
-                         "(--plot draws existing runs)")
+        if taken and not args.resume:
+            parser.error(f"{', '.join(taken)} already exist(s): give another --label or --out, or "
+                         "--resume to go on with them (--plot draws existing runs)")
         for seed in args.seeds:
             name = f"{args.label}_seed{seed}"
             logdir = os.path.join(args.out, name)
-            runs.append((name, logdir, time.time()))
+            runs.append((name, logdir))
             try:
                 train(args, seed, logdir)
             except KeyboardInterrupt:  # report what was trained, then stop
                 break
 
     curves = {}
-    for name, logdir, started in runs:
-        rows = curve(read_episodes(logdir), args.window, started)  # existing runs: from their first episode
+    for name, logdir in runs:
+        timed, start = training_seconds(read_episodes(logdir), read_segments(logdir))
+        rows = curve(timed, args.window, start)
         curves[name] = rows
         write_csv(os.path.join(args.out, f"{name}_curve.csv"), rows)
         launched = {} if args.plot else {"env": args.env, "agent": args.agent, "actors": args.actors,
                                          "envs_per_actor": args.envs, "gin_bindings": args.gin_bindings}
+        if not args.plot:
+            launched["invocations"] = len(read_segments(logdir))
         print(json.dumps({"benchmark": "learning", "run": name, "game": game, **launched,
                           **summarize(rows, threshold, args.window)}), flush=True)
     write_plot(os.path.join(args.out, f"{args.label}.png"), curves, game, threshold)

@@ -92,6 +92,36 @@ def test_learning_benchmark_trains_a_real_run_to_its_frame_budget_and_writes_its
     assert "run_learner.seed = 3" in (tmp_path / "smoke_seed3" / "learner_operative_config.gin").read_text()
     assert "run_actor.seed = 3" in (tmp_path / "smoke_seed3" / "actor_operative_config.gin").read_text()
 
+    # The same command again is refused; with --resume it goes on from the checkpoint to the new budget.
+    again = subprocess.run([sys.executable, "benchmarks/learning.py", "classic", "vtrace", "--seeds", "3", "--label",
+                            "smoke", "--out", str(tmp_path)], cwd=REPO_ROOT, env=child_env(), capture_output=True,
+                           text=True, timeout=120)
+    assert again.returncode == 2 and "--resume" in again.stderr, again.stderr[-2000:]
+    budget = summary[0]["final_frames"] + 8000  # the first invocation stops past its 8,000, between checks
+    records = run_benchmark("learning.py", "classic", "vtrace", "--actors", "1", "--envs", "4", "--frames", str(budget),
+                            "--seeds", "3", "--label", "smoke", "--out", str(tmp_path), "--window", "5",
+                            "--report_interval_s", "1", "--resume", timeout_s=300)
+    (resumed,) = [r for r in records if r.get("benchmark") == "learning"]
+    assert resumed["invocations"] == 2 and resumed["final_frames"] >= budget
+    assert resumed["episodes"] > summary[0]["episodes"]  # the first invocation's episodes are kept
+    assert "resuming at" in (tmp_path / "smoke_seed3.log").read_text()
+    lines = (tmp_path / "smoke_seed3_curve.csv").read_text().splitlines()[1:]
+    rows = [[float(x) for x in line.split(",")] for line in lines]
+    assert all(a[0] <= b[0] and 0 <= a[1] <= b[1] for a, b in zip(rows, rows[1:]))
+
+
+def test_learning_benchmark_counts_only_the_time_its_invocations_trained():
+    sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
+    from learning import training_seconds
+    # Two invocations, 100-200 and 1000-1100 (the second killed: no end written); an hour between.
+    episodes = [(10, 1.0, 150.0), (20, 2.0, 190.0), (30, 3.0, 1050.0), (40, 4.0, 1080.0), (50, 5.0, None)]
+    timed, start = training_seconds(episodes, [[100.0, 200.0], [1000.0, None]])
+    assert start == 0.0
+    assert [e[2] for e in timed] == [50.0, 90.0, 150.0, 180.0, None]
+    assert [e[:2] for e in timed] == [e[:2] for e in episodes]
+    # Runs from before segments were kept count from their first episode, as before.
+    assert training_seconds(episodes, []) == (episodes, None)
+
 
 def test_learning_benchmark_reads_existing_runs_returns_at_frame_marks_and_the_first_crossing(tmp_path):
     run = tmp_path / "run"
