@@ -134,16 +134,17 @@ def train(args, seed: int, logdir: str) -> None:
         command += ["--gin_config", config]
     for binding in args.gin_bindings:
         command += ["--gin_bindings", binding]
-    if resuming and read_episodes(logdir) and read_episodes(logdir)[-1][0] >= args.frames:
+    existing = read_episodes(logdir) if resuming else []
+    if existing and existing[-1][0] >= args.frames:
         return  # trained to --frames already
     started = time.time()
     with open(logdir + ".log", "a" if resuming else "w") as log:
         process = subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
                                    start_new_session=True)
     segments = read_segments(logdir) if resuming else []
-    if resuming and not segments and read_episodes(logdir):  # a run from before segments were kept
-        times = [e[2] for e in read_episodes(logdir) if e[2] is not None]
-        segments = [[min(times), max(times)]] if times else []
+    times = [e[2] for e in existing if e[2] is not None]
+    if times and not segments:  # a run from before segments were kept
+        segments = [[min(times), max(times)]]
     segments.append([started, None])
     last_report, recorded = 0.0, False
     try:
