@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# On the GPU host, from the repository root, after every part that pack.sh made has been moved to
+# /tmp/parts (one device call per part: `mkdir -p /tmp/parts && mv .whl/pK/* /tmp/parts/`):
+# unpacks TensorFlow and seed's dependencies into /tmp/site, links the CUDA 12 library names
+# TensorFlow opens to the host's CUDA 13 builds (not a supported mix: it ran V-trace's training and
+# inference on an H100 and an H200; where `pip install tensorflow[and-cuda]` works, use that), checks
+# a convolution and its gradient on GPU:0, then runs benchmarks/learning.py with the given
+# arguments, its run directories under /tmp/lout, and copies the curve files to $OUT.
+# REQUIRE_GPU=0 skips the check, for a CPU-only baseline on the same host (with CUDA_VISIBLE_DEVICES=-1).
+#   bash .whl/learn.sh atari vtrace --actors 14 --envs 8 --frames 20000000 --seeds 1 --label gpu --timeout_s 470
+set -uo pipefail
+T0=$(date +%s)
+mkdir -p /tmp/parts /tmp/site /tmp/lout "${OUT:=/tmp/out}"
+mv .whl/p[0-9]*/* /tmp/parts/ 2>/dev/null
+if [[ ! -d /tmp/site/tensorflow ]]; then
+  echo "learn.sh: unpacking $(ls /tmp/parts | wc -l) parts ($(du -sh /tmp/parts | cut -f1))"
+  if command -v xz > /dev/null; then
+    cat /tmp/parts/site.tar.xz.* | xz -dc -T0 | tar -x -C /tmp/site || exit 3
+  else
+    cat /tmp/parts/site.tar.xz.* | python3 -c "import sys, tarfile; tarfile.open(fileobj=sys.stdin.buffer, mode='r|xz').extractall('/tmp/site')" || exit 3
+  fi
+fi
+LINKS=/tmp/cuda12; mkdir -p $LINKS
+C13=/usr/local/cuda-13.0/targets/x86_64-linux/lib
+T13=$(ls -d /opt/*/.venv/lib/python3*/site-packages/nvidia/cu13/lib 2>/dev/null | head -1)
+for pair in libcublas.so.12:libcublas.so.13 libcublasLt.so.12:libcublasLt.so.13 libcufft.so.11:libcufft.so.12 \
+            libcusolver.so.11:libcusolver.so.12 libcusparse.so.12:libcusparse.so.12 libcurand.so.10:libcurand.so.10; do
+  src=$(ls "$C13/${pair#*:}" "${T13:-/nonexistent}/${pair#*:}" 2>/dev/null | head -1)
+  if [[ -n "$src" ]]; then ln -sf "$src" "$LINKS/${pair%%:*}"; else echo "learn.sh: no ${pair#*:} on this host" >&2; fi
+done
+N=/tmp/site/nvidia
+export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 TF_CPP_MIN_LOG_LEVEL=1 SEED_NO_VENV=1 SEED_PYTHON=python3
+export LD_LIBRARY_PATH=$LINKS:$C13:${T13:+$T13:}$N/cuda_runtime/lib:$N/nvjitlink/lib:$N/cuda_nvrtc/lib
+REQUIRE_GPU=${REQUIRE_GPU:-1} python3 - <<'PY' 2>&1 | grep -v "oneDNN\|absl::InitializeLog" || exit 4
+import os
+import tensorflow as tf
+print("learn.sh: tensorflow", tf.__version__, [d.name for d in tf.config.list_logical_devices("GPU")])
+with tf.device("GPU:0" if tf.config.list_logical_devices("GPU") else "CPU:0"):
+    x = tf.random.normal([8, 84, 84, 4])
+    k = tf.Variable(tf.random.normal([8, 8, 4, 32]))
+    with tf.GradientTape() as tape:
+        y = tf.reduce_sum(tf.nn.conv2d(x, k, 4, "VALID"))
+    device = tape.gradient(y, k).device
+assert "GPU" in device or os.environ["REQUIRE_GPU"] == "0", f"the gradient was computed on {device}, not a GPU"
+PY
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+echo "learn.sh: ready after $(( $(date +%s) - T0 )) s"
+python3 benchmarks/learning.py "$@" --out /tmp/lout --report_interval_s 30 2>&1 | tee "$OUT/learning.out"
+for run in /tmp/lout/*_seed*/; do
+  name=$(basename "$run")
+  cp "$run/episodes.csv" "$OUT/${name}_episodes.csv"
+  cp "$run/learning_segments.json" "$OUT/${name}_segments.json"
+  tail -n 400 "$run/progress.jsonl" > "$OUT/${name}_progress_tail.jsonl"
+done
+cp /tmp/lout/*.png "$OUT/" 2>/dev/null
+echo "learn.sh: done after $(( $(date +%s) - T0 )) s"
