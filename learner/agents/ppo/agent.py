@@ -72,8 +72,8 @@ class PPOAgent:
         self.recompute_advantages = recompute_advantages
         self.frames_per_update = batch_size * unroll_length * spec.frames_per_step
         self.network = self.build_network(spec, context.num_stacked_frames)
-        self.optimizer = create_optimizer(
-            num_training_steps=context.total_environment_frames // self.frames_per_update * epochs * minibatches)
+        num_training_steps = context.total_environment_frames // self.frames_per_update * epochs * minibatches
+        self.optimizer = create_optimizer(num_training_steps=num_training_steps)
         if self.network.state_size and batch_size % minibatches:
             raise ValueError(f"PPOAgent.batch_size={batch_size} does not split into minibatches={minibatches} "
                              "equal minibatches of whole unrolls; make batch_size a multiple of minibatches")
@@ -81,7 +81,8 @@ class PPOAgent:
             raise ValueError(f"PPOAgent: a batch of {batch_size} x {unroll_length} steps does not split into "
                              f"minibatches={minibatches} equal minibatches; make batch_size x unroll_length a "
                              "multiple of minibatches")
-        self.trainer = PPOTrainer(self.network, self.distribution, self.optimizer)
+        self.trainer = PPOTrainer(self.network, self.distribution, self.optimizer,
+                                  num_training_steps=num_training_steps)
         self.reward_scaler = RewardScaler(context.max_slots, self.trainer.loss.discount) if scale_rewards else None
         self._shuffle = np.random.default_rng(numpy_seed())
         action = self.distribution

@@ -17,11 +17,13 @@ from seed.settings import require_fraction, require_non_negative
 class PPOLoss:
     """The clipped surrogate, the value loss and the entropy bonus (Schulman et al. 2017)."""
 
-    METRICS = ("loss/total", "loss/policy", "loss/value", "loss/entropy", "policy/approx_kl", "policy/clip_fraction")
+    METRICS = ("loss/total", "loss/policy", "loss/value", "loss/entropy", "loss/entropy_cost", "policy/approx_kl",
+               "policy/clip_fraction")
+    ENTROPY_DECAYS = ("none", "linear")
 
     def __init__(self, discount: float = 0.99, lambda_: float = 0.95, clip_epsilon: float = 0.2,
                  value_cost: float = 0.5, value_clip_epsilon: float = 0.0, entropy_cost: float = 0.01,
-                 normalize_advantages: bool = True):
+                 entropy_decay: str = "none", final_entropy_cost: float = 0.0, normalize_advantages: bool = True):
         """The loss's coefficients; rho = pi/mu is the ratio of the learner's policy to the one that acted.
 
         Settings:
@@ -33,17 +35,32 @@ class PPOLoss:
                 of the value the behaviour policy computed, the larger of the two (0.0: off; 0.2 in
                 mujoco_ppo.gin). It is in the units of the rewards trained on (scaled ones with
                 `PPOAgent.scale_rewards`), so it depends on the reward scale.
-            `entropy_cost`: weight of the entropy bonus (0.01; 0.0 in mujoco_ppo.gin).
+            `entropy_cost`: weight of the entropy bonus at the first gradient step (0.01; 0.0 in mujoco_ppo.gin).
+            `entropy_decay`: how that weight goes to `final_entropy_cost` over the run's gradient steps (the
+                ones the learning rate decays over: `run_learner.total_environment_frames`): 'linear', or
+                'none' (it stays at `entropy_cost`) ('none'). A wide policy explores early; a narrower one
+                late plays closer to what it learned (PPO's sampled Pong play stays ~2 points under its greedy play).
+            `final_entropy_cost`: the weight at the last gradient step with 'linear' (0.0).
             `normalize_advantages`: standardise the advantages over each minibatch's valid steps (True).
         """
         require_fraction("PPOLoss", discount=discount, lambda_=lambda_, clip_epsilon=clip_epsilon)
         require_non_negative("PPOLoss", value_cost=value_cost, value_clip_epsilon=value_clip_epsilon,
-                             entropy_cost=entropy_cost)
+                             entropy_cost=entropy_cost, final_entropy_cost=final_entropy_cost)
+        if entropy_decay not in self.ENTROPY_DECAYS:
+            raise ValueError(f"unknown PPOLoss.entropy_decay {entropy_decay!r}; use one of {self.ENTROPY_DECAYS}")
         if clip_epsilon == 0:
             raise ValueError("PPOLoss.clip_epsilon must be above 0 (0.2 is PPO's usual value)")
         self.discount, self.lambda_ = discount, lambda_
         self.clip_epsilon, self.value_cost, self.value_clip_epsilon = clip_epsilon, value_cost, value_clip_epsilon
         self.entropy_cost, self.normalize_advantages = entropy_cost, normalize_advantages
+        self.entropy_decay, self.final_entropy_cost = entropy_decay, final_entropy_cost
+
+    def entropy_weight(self, progress):
+        """The entropy bonus's weight once the share `progress` of the run's gradient steps is taken."""
+        if self.entropy_decay == "none":
+            return tf.constant(self.entropy_cost, tf.float32)
+        fraction = tf.clip_by_value(tf.cast(progress, tf.float32), 0.0, 1.0)
+        return self.entropy_cost + (self.final_entropy_cost - self.entropy_cost) * fraction
 
     def advantages(self, reward, value, terminated, truncated):
         """(valid, GAE advantages, returns), [T, B], from time-major [T+1, B] rewards, the values stored
@@ -52,10 +69,11 @@ class PPOLoss:
         result = ppo.gae(reward[1:], value[:-1], value[-1], discounts, valid, self.lambda_)
         return valid, result.advantages, result.returns
 
-    def __call__(self, network, distribution, steps: Dict[str, tf.Tensor]):
+    def __call__(self, network, distribution, steps: Dict[str, tf.Tensor], progress=0.0):
         """`steps`: time-major [T, B] steps as PPOTrainer.prepare returns them; T is 1 when a feed-forward
-        network trains on shuffled single steps. Besides the metrics, returns the values it computed,
-        batch-major [B, T], as PER_UNROLL_VALUES (what recomputed advantages take)."""
+        network trains on shuffled single steps; `progress`: the share of the run's gradient steps taken
+        (for `entropy_decay`). Besides the metrics, returns the values it computed, batch-major [B, T], as
+        PER_UNROLL_VALUES (what recomputed advantages take)."""
         valid = steps["valid"]
         outputs, _ = network.unroll(steps["prev_action"], EnvOutput(steps["reward"], steps["first"],
                                                                     steps["observation"]), steps["core_state"][0])
@@ -68,16 +86,18 @@ class PPOLoss:
         pg_loss = clipped_surrogate_loss(log_rhos, advantages, valid, self.clip_epsilon)
         v_loss = ppo.value_loss(values, steps["returns"], steps["value"], valid, self.value_clip_epsilon)
         entropy = masked_mean(distribution.entropy(params), valid)
-        total = pg_loss + self.value_cost * v_loss - self.entropy_cost * entropy
+        entropy_cost = self.entropy_weight(progress)
+        total = pg_loss + self.value_cost * v_loss - entropy_cost * entropy
         rhos = tf.exp(log_rhos)
         return total, {"loss/total": total, "loss/policy": pg_loss, "loss/value": v_loss, "loss/entropy": -entropy,
+                       "loss/entropy_cost": entropy_cost,
                        "policy/approx_kl": masked_mean(rhos - 1.0 - log_rhos, valid),
                        "policy/clip_fraction": masked_mean(
                            tf.cast(tf.abs(rhos - 1.0) > self.clip_epsilon, tf.float32), valid),
                        PER_UNROLL_VALUES: tf.transpose(tf.stop_gradient(values))}
 
 
-@gin.configurable(denylist=["network", "distribution", "optimizer"])
+@gin.configurable(denylist=["network", "distribution", "optimizer", "num_training_steps"])
 class PPOTrainer:
     """Owns the update's tf.function; the network's variables are the ones inference reads.
 
@@ -86,8 +106,10 @@ class PPOTrainer:
         `jit_compile`: have XLA compile the update (False: slower on CPU; benchmarks/xla.py measures it).
     """
 
-    def __init__(self, network, distribution, optimizer, max_gradient_norm: float = 0.5, jit_compile: bool = False):
+    def __init__(self, network, distribution, optimizer, max_gradient_norm: float = 0.5, jit_compile: bool = False,
+                 num_training_steps: int = 1):
         self.network, self.distribution, self.optimizer = network, distribution, optimizer
+        self.num_training_steps = max(1, num_training_steps)  # what PPOLoss.entropy_decay decays over
         self.loss = PPOLoss()
         self.step = GradientStep("PPOTrainer", optimizer, network.trainable_variables, max_gradient_norm, jit_compile)
         self._update = self.step.compile(self._update_impl)
@@ -99,8 +121,9 @@ class PPOTrainer:
         return outputs.baseline
 
     def _update_impl(self, unrolls):
+        progress = tf.cast(self.optimizer.iterations, tf.float32) / self.num_training_steps
         with tf.GradientTape() as tape:
-            total, metrics = self.loss(self.network, self.distribution, unrolls)
+            total, metrics = self.loss(self.network, self.distribution, unrolls, progress)
         gradients = tape.gradient(total, self.network.trainable_variables)
         return {**metrics, **self.step.apply(total, gradients)}
 

@@ -79,3 +79,37 @@ def test_per_unroll_arrays_come_back_in_batch_order_and_reach_the_next_epoch():
     np.testing.assert_array_equal(seen[2], expected)
     np.testing.assert_array_equal(metrics["per_unroll/double"], expected)
     assert metrics["loss"] == 1.0 and metrics["skipped_steps"] == 0
+
+
+def test_the_entropy_weight_decays_linearly_over_the_runs_gradient_steps():
+    import pytest
+    from learner.agents.ppo.training import PPOLoss
+    constant = PPOLoss(entropy_cost=0.01)
+    decaying = PPOLoss(entropy_cost=0.01, entropy_decay="linear", final_entropy_cost=0.002)
+    for progress, expected in ((0.0, 0.01), (0.25, 0.008), (1.0, 0.002), (1.5, 0.002)):
+        assert float(constant.entropy_weight(progress)) == pytest.approx(0.01)
+        assert float(decaying.entropy_weight(progress)) == pytest.approx(expected)
+    with pytest.raises(ValueError, match="entropy_decay 'cosine'.*'linear'"):
+        PPOLoss(entropy_decay="cosine")
+    with pytest.raises(ValueError, match="final_entropy_cost"):
+        PPOLoss(entropy_decay="linear", final_entropy_cost=-0.1)
+
+
+def test_the_loss_weighs_the_entropy_by_the_decayed_cost_and_training_steps_advance_it():
+    from learner.agents.ppo.training import PPOLoss
+    agent, pipeline = make("PPOAgent")
+    batch = first_batch(agent, pipeline, np.random.default_rng(11))
+    trainer = agent.trainer
+    trainer.loss = PPOLoss(entropy_cost=0.01, entropy_decay="linear", final_entropy_cost=0.0)
+    trainer.num_training_steps = 8
+    steps = {k: np.swapaxes(v, 0, 1) for k, v in trainer.prepare(batch).items()}
+    at_start, start_metrics = trainer.loss(agent.network, agent.distribution, steps, 0.0)
+    at_half, half_metrics = trainer.loss(agent.network, agent.distribution, steps, 0.5)
+    # total = policy + value - weight x entropy, and "loss/entropy" is -entropy.
+    np.testing.assert_allclose(float(at_half) - float(at_start),
+                               -(0.005 - 0.01) * -float(start_metrics["loss/entropy"]), rtol=1e-4, atol=1e-7)
+    assert float(half_metrics["loss/entropy_cost"]) == np.float32(0.005)
+    weights = []
+    for _ in range(3):  # each gradient step takes 1/8 of the run
+        weights.append(float(trainer.update(trainer.prepare(batch))["loss/entropy_cost"]))
+    np.testing.assert_allclose(weights, [0.01, 0.01 * 7 / 8, 0.01 * 6 / 8], rtol=1e-6)
