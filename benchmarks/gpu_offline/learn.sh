@@ -2,12 +2,17 @@
 # On the GPU host, from the repository root, after every part that pack.sh made has been moved to
 # /tmp/parts (one device call per part: `mkdir -p /tmp/parts && mv .whl/pK/* /tmp/parts/`):
 # unpacks TensorFlow and seed's dependencies into /tmp/site, links the CUDA 12 library names
-# TensorFlow opens to the host's CUDA 13 builds (not a supported mix: it ran V-trace's training and
-# inference on an H100 and an H200; where `pip install tensorflow[and-cuda]` works, use that), checks
-# a convolution and its gradient on GPU:0, then runs benchmarks/learning.py with the given
-# arguments, its run directories under /tmp/lout, and copies the curve files to $OUT.
-# REQUIRE_GPU=0 skips the check, for a CPU-only baseline on the same host (with CUDA_VISIBLE_DEVICES=-1).
+# TensorFlow opens to the host's CUDA 13 builds (not a supported mix: it ran V-trace's and PPO's
+# training and inference on an H100 and an H200; where `pip install tensorflow[and-cuda]` works, use
+# that), checks a convolution and its gradient on GPU:0, then runs benchmarks/learning.py with the
+# given arguments, its run directories under /tmp/lout.
 #   bash .whl/learn.sh atari vtrace --actors 14 --envs 8 --frames 20000000 --seeds 1 --label gpu --timeout_s 470
+# SEEDS="2 3" runs one learning.py per seed side by side (the arguments then name no --seeds): one
+# run's 4 actors leave most of the host's 16 CPUs idle. A call may bring back 8 files of 16 MiB, so
+# everything comes back in $OUT as runs.tgz.0, .1, ...: learning.py's output and each run directory
+# with its latest checkpoint only, to unpack here with unpack.sh and go on with --resume on either
+# machine (on the same warm host, learn.sh again with --resume: the runs are still in /tmp/lout).
+# REQUIRE_GPU=0 skips the check, for a CPU-only baseline on the same host (with CUDA_VISIBLE_DEVICES=-1).
 set -uo pipefail
 T0=$(date +%s)
 mkdir -p /tmp/parts /tmp/site /tmp/lout "${OUT:=/tmp/out}"
@@ -45,12 +50,34 @@ assert "GPU" in device or os.environ["REQUIRE_GPU"] == "0", f"the gradient was c
 PY
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 echo "learn.sh: ready after $(( $(date +%s) - T0 )) s"
-python3 benchmarks/learning.py "$@" --out /tmp/lout --report_interval_s 30 2>&1 | tee "$OUT/learning.out"
-for run in /tmp/lout/*_seed*/; do
+export TF_FORCE_GPU_ALLOW_GROWTH=true   # learners side by side share the GPU's memory
+rm -rf /tmp/back && mkdir -p /tmp/back
+if [[ -n "${SEEDS:-}" ]]; then
+  for seed in $SEEDS; do
+    python3 benchmarks/learning.py "$@" --seeds "$seed" --out /tmp/lout --report_interval_s 30 \
+      > "/tmp/back/learning_seed$seed.out" 2>&1 &
+  done
+  wait
+  tail -n 3 /tmp/back/learning_seed*.out
+else
+  python3 benchmarks/learning.py "$@" --out /tmp/lout --report_interval_s 30 2>&1 | tee /tmp/back/learning.out
+fi
+for run in /tmp/lout/*_seed*/; do   # every file but the summaries and all checkpoints but the latest
+  run=${run%/}
   name=$(basename "$run")
-  cp "$run/episodes.csv" "$OUT/${name}_episodes.csv"
-  cp "$run/learning_segments.json" "$OUT/${name}_segments.json"
-  tail -n 400 "$run/progress.jsonl" > "$OUT/${name}_progress_tail.jsonl"
+  mkdir -p "/tmp/back/$name/checkpoints"
+  find "$run" -maxdepth 1 -type f -exec cp {} "/tmp/back/$name/" \;
+  [[ -d "$run/logs" ]] && cp -r "$run/logs" "/tmp/back/$name/"
+  [[ -f "$run.log" ]] && cp "$run.log" /tmp/back/
+  latest=$(sed -n 's/^model_checkpoint_path: "\(.*\)"$/\1/p' "$run/checkpoints/checkpoint" 2>/dev/null)
+  if [[ -n "$latest" ]]; then
+    cp "$run/checkpoints/$latest".* "/tmp/back/$name/checkpoints/"
+    cp "$run/checkpoints/latest.json" "/tmp/back/$name/checkpoints/" 2>/dev/null
+    printf 'model_checkpoint_path: "%s"\nall_model_checkpoint_paths: "%s"\n' "$latest" "$latest" \
+      > "/tmp/back/$name/checkpoints/checkpoint"
+  fi
 done
-cp /tmp/lout/*.png "$OUT/" 2>/dev/null
+cp /tmp/lout/*.png /tmp/back/ 2>/dev/null
+tar -C /tmp/back -czf - . | split -b 15M -d -a 1 - "$OUT/runs.tgz."
+ls -l "$OUT"
 echo "learn.sh: done after $(( $(date +%s) - T0 )) s"
