@@ -8,7 +8,9 @@
 # given arguments, its run directories under /tmp/lout.
 #   bash .whl/learn.sh atari vtrace --actors 14 --envs 8 --frames 20000000 --seeds 1 --label gpu --timeout_s 470
 # SEEDS="2 3" runs one learning.py per seed side by side (the arguments then name no --seeds): one
-# run's 4 actors leave most of the host's 16 CPUs idle. A call may bring back 8 files of 16 MiB, so
+# run's 4 actors leave most of the host's 16 CPUs idle. RUNS=FILE does the same for runs that differ
+# in more than the seed: one line of learning.py arguments per run (shell quoting, '#' comments),
+# each run with the command line's arguments followed by its line. A call brings back 8 files of 16 MiB, so
 # everything comes back in $OUT as runs.tgz.0, .1, ...: learning.py's output and each run directory
 # with its latest checkpoint only, to unpack here with unpack.sh and go on with --resume on either
 # machine (on the same warm host, learn.sh again with --resume: the runs are still in /tmp/lout).
@@ -53,12 +55,19 @@ echo "learn.sh: ready after $(( $(date +%s) - T0 )) s"
 export TF_FORCE_GPU_ALLOW_GROWTH=true   # learners side by side share the GPU's memory
 rm -rf /tmp/back && mkdir -p /tmp/back
 if [[ -n "${SEEDS:-}" ]]; then
-  for seed in $SEEDS; do
-    python3 benchmarks/learning.py "$@" --seeds "$seed" --out /tmp/lout --report_interval_s 30 \
-      > "/tmp/back/learning_seed$seed.out" 2>&1 &
-  done
+  RUNS=/tmp/runs_from_seeds && printf -- '--seeds %s\n' $SEEDS > "$RUNS"
+fi
+if [[ -n "${RUNS:-}" ]]; then
+  [[ -f "$RUNS" ]] || { echo "learn.sh: RUNS=$RUNS is not a file" >&2; exit 2; }
+  i=0
+  while IFS= read -r line; do
+    [[ -z "${line// }" || "$line" == \#* ]] && continue
+    i=$((i + 1)); eval "run_args=($line)"
+    python3 benchmarks/learning.py "$@" "${run_args[@]}" --out /tmp/lout --report_interval_s 30 \
+      > "/tmp/back/learning_run$i.out" 2>&1 &
+  done < "$RUNS"
   wait
-  tail -n 3 /tmp/back/learning_seed*.out
+  tail -n 3 /tmp/back/learning_run*.out
 else
   python3 benchmarks/learning.py "$@" --out /tmp/lout --report_interval_s 30 2>&1 | tee /tmp/back/learning.out
 fi
