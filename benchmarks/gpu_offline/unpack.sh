@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 FROM=${1:?usage: unpack.sh FILES_AT, the folder where a device call put runs.tgz.0, runs.tgz.1, ...}
-ls "$FROM"/runs.tgz.[0-9]* > /dev/null 2>&1 || { echo "unpack.sh: no runs.tgz.N in $FROM" >&2; exit 2; }
+ls "$FROM"/runs.tgz.[0-9] > /dev/null 2>&1 || { echo "unpack.sh: no runs.tgz.N in $FROM" >&2; exit 2; }
 DEST=benchmarks/results/learning
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
@@ -18,9 +18,9 @@ for run in "$TMP"/*_seed*/; do
     rm -rf "${DEST:?}/$name"
   fi
   mv "$run" "$DEST/"
-  [[ -f "$run.log" ]] && mv "$run.log" "$DEST/"
+  if [[ -f "$run.log" ]]; then mv "$run.log" "$DEST/"; fi
   echo "unpack.sh: $DEST/$name, $(tail -n 1 "$DEST/$name/episodes.csv" | cut -d, -f1) frames"
 done
 for out in "$TMP"/learning*.out; do
-  [[ -f "$out" ]] && { echo "== $(basename "$out")"; tail -n 2 "$out"; }
+  if [[ -f "$out" ]]; then echo "== $(basename "$out")"; tail -n 2 "$out"; fi
 done
