@@ -9,12 +9,17 @@ Per mix it prints one JSON line: the median environment frames/s stepped and the
 over the progress records after `--warmup_s` (the first update included), their ratio to the
 default's, and the last record's per-source metrics (share, age in updates, importance ratio pi/mu,
 elite's and attentive's distance). Learning curves are benchmarks/learning.py's job; this only
-says what a mix costs per frame and per update on this machine.
+says what a mix costs per frame and per update on this machine. `--learning_runs` prints instead
+one line of learning.py arguments per mix (label `mix_GAME_MIX`), for gpu_offline/learn.sh's
+RUNS=FILE or a loop here:
+
+    .venv/bin/python benchmarks/replay_mixes.py --learning_runs --game Breakout --mixes uniform elite_strata > mixes.runs
 """
 import argparse
 import contextlib
 import json
 import os
+import shlex
 import statistics
 import sys
 import time
@@ -61,6 +66,13 @@ def summarise(logdir: str, warmup_s: float) -> dict:
             "source_metrics": {k: round(v, 4) for k, v in last.items() if k.startswith("data/")}}
 
 
+def _shell_word(word: str) -> str:
+    """shlex.quote's meaning, in double quotes where that needs no escapes: the bindings stay readable."""
+    if word == shlex.quote(word) or any(c in word for c in '"$`\\!'):
+        return shlex.quote(word)
+    return f'"{word}"'
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--env", default="atari")
@@ -74,7 +86,19 @@ def main() -> int:
     parser.add_argument("--gin_bindings", action="append", default=[], help="for every mix (repeatable)")
     parser.add_argument("--logdir", default=os.path.join(REPO, "runs", "replay_mixes"))
     parser.add_argument("--out", help="also write the results as JSON here")
+    parser.add_argument("--learning_runs", action="store_true",
+                        help="print one line of learning.py arguments per mix (--seed, --game, --gin_bindings "
+                             "included) and exit")
     args = parser.parse_args()
+    if args.learning_runs:
+        game = args.game or "Pong"
+        for name in args.mixes:
+            words = ["--seeds", str(args.seed), "--label", f"mix_{game.lower()}_{name}"]
+            words += ["--game", args.game] if args.game else []
+            for binding in MIXES[name] + args.gin_bindings:
+                words += ["--gin_bindings", binding]
+            print(" ".join(_shell_word(w) for w in words))
+        return 0
     if args.seconds <= args.warmup_s:
         parser.error(f"--seconds ({args.seconds:g}) must exceed --warmup_s ({args.warmup_s:g})")
     mixes = ["default"] + [m for m in args.mixes if m != "default"]  # the reference comes first

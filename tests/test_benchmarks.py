@@ -180,3 +180,19 @@ def test_replay_mixes_benchmark_measures_each_mix_beside_the_default(tmp_path):
     assert elite["env_frames_ratio_to_default"] == round(elite["env_frames_per_s"] / default["env_frames_per_s"], 3)
     metrics = elite["source_metrics"]
     assert metrics["data/share_elite"] == 0.5 and metrics["data/elite_distance"] >= 0 and metrics["data/elite_rho"] > 0
+
+
+def test_replay_mixes_prints_learning_runs_that_the_shell_reads_back_as_each_mixs_arguments():
+    out = subprocess.run([sys.executable, "benchmarks/replay_mixes.py", "--learning_runs", "--game", "Breakout",
+                          "--seed", "2", "--mixes", "uniform", "clear"], cwd=REPO_ROOT, env=child_env(),
+                         capture_output=True, text=True, timeout=120, check=True).stdout
+    # learn.sh reads each line with bash's eval; NUL-separated words come back unambiguous.
+    words = subprocess.run(["bash", "-c", 'while IFS= read -r l; do eval "a=($l)"; printf "%s\\0" "${a[@]}"; '
+                            'printf "\\n\\0"; done'], input=out, capture_output=True, text=True, check=True).stdout
+    runs = [line.strip("\0").split("\0") for line in words.split("\n\0") if line]
+    half = "VTraceAgent.sources={'queue': 0.5, 'uniform': 0.5}"
+    common = ["--seeds", "2"]
+    assert runs == [common + ["--label", "mix_breakout_uniform", "--game", "Breakout", "--gin_bindings", half],
+                    common + ["--label", "mix_breakout_clear", "--game", "Breakout", "--gin_bindings", half,
+                              "--gin_bindings", "VTraceLoss.policy_cloning_cost=0.01",
+                              "--gin_bindings", "VTraceLoss.value_cloning_cost=0.005"]]
