@@ -27,7 +27,7 @@ from types import SimpleNamespace
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.join(REPO, "benchmarks"))
-from learning import train  # noqa: E402  (one run_local.sh run, stopped as Ctrl-C stops it)
+from learning import default_game, train  # noqa: E402  (one run_local.sh run, stopped as Ctrl-C stops it)
 
 HALF = "VTraceAgent.sources={'queue': 0.5, '%s': 0.5}"
 # Name -> bindings. Half fresh, half replayed, as LASER's and elite replay's examples run them.
@@ -91,7 +91,7 @@ def main() -> int:
                              "included) and exit")
     args = parser.parse_args()
     if args.learning_runs:
-        game = args.game or "Pong"
+        game = args.game or default_game(args.env, "vtrace") or args.env
         for name in args.mixes:
             words = ["--seeds", str(args.seed), "--label", f"mix_{game.lower()}_{name}"]
             words += ["--game", args.game] if args.game else []
