@@ -196,3 +196,51 @@ def test_replay_mixes_prints_learning_runs_that_the_shell_reads_back_as_each_mix
                     common + ["--label", "mix_breakout_clear", "--game", "Breakout", "--gin_bindings", half,
                               "--gin_bindings", "VTraceLoss.policy_cloning_cost=0.01",
                               "--gin_bindings", "VTraceLoss.value_cloning_cost=0.005"]]
+
+
+def test_gpu_learn_sh_brings_back_four_parts_a_call_and_the_rest_with_more(tmp_path):
+    # A device call brings back at most 64 MiB: learn.sh must hold back what does not fit, not lose it.
+    back = tmp_path / "back"
+    back.mkdir()
+    for i in range(6):
+        (back / f"runs.tgz.{i:02d}").write_bytes(bytes([i]) * 10)
+    calls = []
+    for n in range(3):
+        out = tmp_path / f"out{n}"
+        out.mkdir()
+        result = subprocess.run(["bash", "benchmarks/gpu_offline/learn.sh", "--more"], cwd=REPO_ROOT,
+                                env={**child_env(), "OUT": str(out), "BACK_PARTS": str(back)},
+                                capture_output=True, text=True, timeout=60)
+        calls.append((result.returncode, sorted(p.name for p in out.iterdir()), result.stdout + result.stderr))
+    assert calls[0][:2] == (0, [f"runs.tgz.{i:02d}" for i in range(4)]) and "2 more part(s)" in calls[0][2]
+    assert calls[1][:2] == (0, ["runs.tgz.04", "runs.tgz.05"]) and "every part is back" in calls[1][2]
+    assert calls[2][:2] == (2, []) and "no parts left" in calls[2][2]
+
+
+def test_gpu_unpack_sh_joins_parts_from_several_calls_and_names_a_missing_one(tmp_path):
+    run = tmp_path / "made" / "mix_pong_uniform_seed1"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "episodes.csv").write_text("env_frames,return\n" + "".join(f"{i * 3000},-20\n" for i in range(1, 400)))
+    (run / "checkpoints" / "ckpt-8.index").write_bytes(bytes(range(256)) * 40)
+    archive = subprocess.run(["tar", "-C", str(run.parent), "-czf", "-", run.name], capture_output=True,
+                             check=True).stdout
+    third = len(archive) // 3 + 1
+    first_call, second_call = tmp_path / "call1", tmp_path / "call2"
+    first_call.mkdir(), second_call.mkdir()
+    for i in range(3):   # parts 00 and 02 in one call's folder, 01 in the other's
+        ((second_call if i == 1 else first_call) / f"runs.tgz.{i:02d}").write_bytes(archive[i * third:(i + 1) * third])
+
+    def unpack(*folders):
+        return subprocess.run(["bash", "benchmarks/gpu_offline/unpack.sh", *map(str, folders)], cwd=REPO_ROOT,
+                              env={**child_env(), "DEST": str(tmp_path / "dest")}, capture_output=True,
+                              text=True, timeout=60)
+
+    missing = unpack(first_call)
+    assert missing.returncode == 2 and "runs.tgz.01 is missing" in missing.stderr
+    assert not (tmp_path / "dest" / run.name).exists()
+    joined = unpack(first_call, second_call)
+    assert joined.returncode == 0, joined.stderr
+    assert "1197000 frames" in joined.stdout
+    unpacked = tmp_path / "dest" / run.name
+    assert (unpacked / "episodes.csv").read_text() == (run / "episodes.csv").read_text()
+    assert (unpacked / "checkpoints" / "ckpt-8.index").read_bytes() == bytes(range(256)) * 40

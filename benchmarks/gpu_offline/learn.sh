@@ -10,14 +10,33 @@
 # SEEDS="2 3" runs one learning.py per seed side by side (the arguments then name no --seeds): one
 # run's 4 actors leave most of the host's 16 CPUs idle. RUNS=FILE does the same for runs that differ
 # in more than the seed: one line of learning.py arguments per run (shell quoting, '#' comments),
-# each run with the command line's arguments followed by its line. A call brings back 8 files of 16 MiB, so
-# everything comes back in $OUT as runs.tgz.0, .1, ...: learning.py's output and each run directory
-# with its latest checkpoint only, to unpack here with unpack.sh and go on with --resume on either
-# machine (on the same warm host, learn.sh again with --resume: the runs are still in /tmp/lout).
+# each run with the command line's arguments followed by its line. Everything comes back as parts
+# runs.tgz.00, .01, ... of 15 MiB: learning.py's output and each run directory with its latest
+# checkpoint only. A call brings back at most 64 MiB, so a call takes 4 parts to $OUT and leaves the
+# rest in $BACK_PARTS; `bash .whl/learn.sh --more` (on the same warm host) takes the next 4. Unpack
+# them here with unpack.sh, naming every call's folder, and go on with --resume on either machine
+# (on the same warm host, learn.sh again with --resume: the runs are still in /tmp/lout).
 # REQUIRE_GPU=0 skips the check, for a CPU-only baseline on the same host (with CUDA_VISIBLE_DEVICES=-1).
 set -uo pipefail
 T0=$(date +%s)
-mkdir -p /tmp/parts /tmp/site /tmp/lout "${OUT:=/tmp/out}"
+BACK_PARTS=${BACK_PARTS:-/tmp/parts_back}
+PARTS_PER_CALL=4   # of 15 MiB: a device call brings back at most 8 files and 64 MiB
+mkdir -p "${OUT:=/tmp/out}"
+send_parts() {   # the next PARTS_PER_CALL parts to $OUT, and what is left
+  local parts=() part
+  while IFS= read -r part; do parts+=("$part"); done < <(ls "$BACK_PARTS" 2>/dev/null | sort)
+  if (( ${#parts[@]} == 0 )); then echo "learn.sh: no parts left in $BACK_PARTS" >&2; return 2; fi
+  for part in "${parts[@]:0:PARTS_PER_CALL}"; do mv "$BACK_PARTS/$part" "$OUT/"; done
+  ls -l "$OUT"
+  local left=$(( ${#parts[@]} > PARTS_PER_CALL ? ${#parts[@]} - PARTS_PER_CALL : 0 ))
+  if (( left > 0 )); then
+    echo "learn.sh: $left more part(s) in $BACK_PARTS on this host: bring them back with 'bash .whl/learn.sh --more' while it is warm"
+  else
+    echo "learn.sh: every part is back (unpack.sh with each call's folder)"
+  fi
+}
+if [[ "${1:-}" == --more ]]; then send_parts; exit; fi
+mkdir -p /tmp/parts /tmp/site /tmp/lout
 mv .whl/p[0-9]*/* /tmp/parts/ 2>/dev/null
 if [[ ! -d /tmp/site/tensorflow ]]; then
   echo "learn.sh: unpacking $(ls /tmp/parts | wc -l) parts ($(du -sh /tmp/parts | cut -f1))"
@@ -87,6 +106,7 @@ for run in /tmp/lout/*_seed*/; do   # every file but the summaries and all check
   fi
 done
 cp /tmp/lout/*.png /tmp/back/ 2>/dev/null
-tar -C /tmp/back -czf - . | split -b 15M -d -a 1 - "$OUT/runs.tgz."
-ls -l "$OUT"
+rm -rf "$BACK_PARTS" && mkdir -p "$BACK_PARTS"
+tar -C /tmp/back -czf - . | split -b 15M -d -a 2 - "$BACK_PARTS/runs.tgz."
+send_parts
 echo "learn.sh: done after $(( $(date +%s) - T0 )) s"

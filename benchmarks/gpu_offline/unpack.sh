@@ -1,16 +1,26 @@
 #!/usr/bin/env bash
-# Here, after a device call ran learn.sh: puts the run directories it brought back (runs.tgz.0, .1,
-# ... in the call's files_at folder) under benchmarks/results/learning, where learning.py --resume
-# goes on with them, and prints the last lines of each learning.py's output.
-#   bash benchmarks/gpu_offline/unpack.sh /work/.device/N
+# Here, after device calls ran learn.sh (and learn.sh --more): puts the run directories they brought
+# back (runs.tgz.00, .01, ... spread over the calls' files_at folders) under
+# benchmarks/results/learning (or $DEST), where learning.py --resume goes on with them, and prints
+# the last lines of each learning.py's output.
+#   bash benchmarks/gpu_offline/unpack.sh /work/.device/N [/work/.device/M ...]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-FROM=${1:?usage: unpack.sh FILES_AT, the folder where a device call put runs.tgz.0, runs.tgz.1, ...}
-ls "$FROM"/runs.tgz.[0-9] > /dev/null 2>&1 || { echo "unpack.sh: no runs.tgz.N in $FROM" >&2; exit 2; }
-DEST=benchmarks/results/learning
+(( $# > 0 )) || { echo "usage: unpack.sh FILES_AT [FILES_AT ...], the folders where device calls put runs.tgz.NN" >&2; exit 2; }
+DEST=${DEST:-benchmarks/results/learning}
+PARTS=()
+while IFS=$'\t' read -r number path; do
+  if (( 10#$number != ${#PARTS[@]} )); then
+    echo "unpack.sh: part runs.tgz.$(printf %02d ${#PARTS[@]}) is missing from $*; bring it back with 'bash .whl/learn.sh --more' on the warm host" >&2
+    exit 2
+  fi
+  PARTS+=("$path")
+done < <(for dir in "$@"; do for f in "$dir"/runs.tgz.[0-9]*; do [[ -f "$f" ]] && printf '%s\t%s\n' "${f##*.}" "$f"; done; done | sort -n)
+(( ${#PARTS[@]} > 0 )) || { echo "unpack.sh: no runs.tgz.NN in $*" >&2; exit 2; }
+mkdir -p "$DEST"
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-cat "$FROM"/runs.tgz.[0-9] | tar -xzf - -C "$TMP"
+cat "${PARTS[@]}" | tar -xzf - -C "$TMP" || { echo "unpack.sh: the ${#PARTS[@]} parts do not make a whole archive; is the last part missing? ('bash .whl/learn.sh --more')" >&2; exit 3; }
 for run in "$TMP"/*_seed*/; do
   run=${run%/}; name=$(basename "$run")
   if [[ -d "$DEST/$name" ]]; then   # the device's copy is the one that trained last
