@@ -10,7 +10,10 @@
 # SEEDS="2 3" runs one learning.py per seed side by side (the arguments then name no --seeds): one
 # run's 4 actors leave most of the host's 16 CPUs idle. RUNS=FILE does the same for runs that differ
 # in more than the seed: one line of learning.py arguments per run (shell quoting, '#' comments),
-# each run with the command line's arguments followed by its line. Everything comes back as parts
+# each run with the command line's arguments followed by its line. Side by side suits actor-bound
+# runs (two PPO Pong runs: 7,600 frames/s each); learner-bound ones share the GPU badly (four V-trace
+# replay mixes made 1.4-1.55 updates/s each on an H100, under one learner alone on 2 CPU cores).
+# Everything comes back as parts
 # runs.tgz.00, .01, ... of 15 MiB: learning.py's output and each run directory with its latest
 # checkpoint only. A call brings back at most 64 MiB, so a call takes 4 parts to $OUT and leaves the
 # rest in $BACK_PARTS; `bash .whl/learn.sh --more` (on the same warm host) takes the next 4. Unpack
