@@ -31,7 +31,8 @@ send_parts() {   # the next PARTS_PER_CALL parts to $OUT, and what is left
   if (( ${#parts[@]} == 0 )); then echo "learn.sh: no parts left in $BACK_PARTS" >&2; return 2; fi
   for part in "${parts[@]:0:PARTS_PER_CALL}"; do mv "$BACK_PARTS/$part" "$OUT/"; done
   ls -l "$OUT"
-  local left=$(( ${#parts[@]} > PARTS_PER_CALL ? ${#parts[@]} - PARTS_PER_CALL : 0 ))
+  local left
+  left=$(ls "$BACK_PARTS" | wc -l)
   if (( left > 0 )); then
     echo "learn.sh: $left more part(s) in $BACK_PARTS on this host: bring them back with 'bash .whl/learn.sh --more' while it is warm"
   else
