@@ -11,8 +11,9 @@
 # run's 4 actors leave most of the host's 16 CPUs idle. RUNS=FILE does the same for runs that differ
 # in more than the seed: one line of learning.py arguments per run (shell quoting, '#' comments),
 # each run with the command line's arguments followed by its line. Side by side suits actor-bound
-# runs (two PPO Pong runs: 7,600 frames/s each); learner-bound ones share the GPU badly (four V-trace
-# replay mixes made 1.4-1.55 updates/s each on an H100, under one learner alone on 2 CPU cores).
+# runs (two PPO Pong runs: 7,600 frames/s each); learner-bound ones share the GPU badly but still
+# train more frames together (four V-trace replay mixes on an H100: 1.4-1.55 updates/s each, 7,500
+# frames/s in all; one alone: 3.6-3.8 updates/s, 4,650-4,850 frames/s).
 # Everything comes back as parts
 # runs.tgz.00, .01, ... of 15 MiB: learning.py's output and each run directory with its latest
 # checkpoint only. A call brings back at most 64 MiB, so a call takes 4 parts to $OUT and leaves the
