@@ -14,7 +14,8 @@ pip install -e '.[bench]').
 Prints one JSON line per run: the mean return at 2.5M, 5M, 10M and 20M frames and the frames and
 wall seconds at which it first reached `--threshold` (default: the game's, e.g. +18 for Pong).
 `--plot` draws the same from existing run directories (their episodes.csv) or copies of
-episodes.csv files, without training. `--resume` goes on with runs a stopped invocation left (a run
+episodes.csv files, without training; a copy named RUN_episodes.csv takes its wall times from the
+RUN_segments.json beside it (a copy of the run's learning_segments.json), as its run directory would. `--resume` goes on with runs a stopped invocation left (a run
 stops cleanly on Ctrl-C or `kill`, at its last checkpoint): the same command plus `--resume` trains
 each seed's run to `--frames` from where it stopped, and its wall seconds leave out the time between.
 """
@@ -84,8 +85,12 @@ def write_plot(path: str, curves: Dict[str, list], game: Optional[str], threshol
     print(f"wrote {path}", file=sys.stderr)
 
 
-def segments_path(logdir: str) -> str:
-    return os.path.join(logdir, "learning_segments.json")
+def segments_path(run: str) -> str:
+    """A run directory's segments; for a RUN_episodes.csv copied out of one, the RUN_segments.json
+    copied beside it, so that its curve's wall times are the run's own."""
+    if run.endswith("_episodes.csv"):
+        return run[: -len("_episodes.csv")] + "_segments.json"
+    return os.path.join(run, "learning_segments.json")
 
 
 def read_segments(logdir: str) -> List[list]:

@@ -148,6 +148,12 @@ def test_learning_benchmark_reads_existing_runs_returns_at_frame_marks_and_the_f
     (copied,) = run_benchmark("learning.py", "--plot", str(tmp_path / "copy_episodes.csv"), "--out",
                               str(tmp_path / "out"), "--window", "3", "--label", "copied")
     assert copied["run"] == "copy_episodes" and copied["frames_to_threshold"] == 4_100_000
+    # With the run's segments copied beside it, wall times count from the invocation's start (0 s),
+    # not from the first episode (1,000 s).
+    (tmp_path / "copy_segments.json").write_text("[[0.0, 7000.0]]")
+    (timed,) = run_benchmark("learning.py", "--plot", str(tmp_path / "copy_episodes.csv"), "--out",
+                             str(tmp_path / "out"), "--window", "3", "--label", "copied")
+    assert timed["wall_s_to_threshold"] == 5000.0
 
 
 def test_chaos_run_survives_killed_actors_a_killed_learner_and_a_stopped_actor(tmp_path):
