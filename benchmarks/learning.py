@@ -15,9 +15,10 @@ Prints one JSON line per run: the mean return at 2.5M, 5M, 10M and 20M frames an
 wall seconds at which it first reached `--threshold` (default: the game's, e.g. +18 for Pong).
 `--plot` draws the same from existing run directories (their episodes.csv) or copies of
 episodes.csv files, without training; a copy named RUN_episodes.csv takes its wall times from the
-RUN_segments.json beside it (a copy of the run's learning_segments.json), as its run directory would. `--resume` goes on with runs a stopped invocation left (a run
-stops cleanly on Ctrl-C or `kill`, at its last checkpoint): the same command plus `--resume` trains
-each seed's run to `--frames` from where it stopped, and its wall seconds leave out the time between.
+RUN_segments.json beside it (a copy of the run's learning_segments.json), as its run directory
+would. `--resume` goes on with runs a stopped invocation left (a run stops cleanly on Ctrl-C or
+`kill`, at its last checkpoint): the same command plus `--resume` trains each seed's run to
+`--frames` from where it stopped, and its wall seconds leave out the time between.
 """
 import argparse
 import csv
