@@ -94,11 +94,11 @@ def segments_path(run: str) -> str:
     return os.path.join(run, "learning_segments.json")
 
 
-def read_segments(logdir: str) -> List[list]:
-    """[start, end] wall times of each invocation that trained the run; end is None where one was
-    killed before it could write it."""
+def read_segments(run: str) -> List[list]:
+    """[start, end] wall times of each invocation that trained the run (a run directory or a copied
+    RUN_episodes.csv); end is None where one was killed before it could write it."""
     try:
-        with open(segments_path(logdir)) as f:
+        with open(segments_path(run)) as f:
             return json.load(f)
     except OSError:
         return []
