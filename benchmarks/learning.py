@@ -7,8 +7,10 @@
 
 Each seed is one `./run_local.sh ENV AGENT ACTORS ENVS` run (the same learner and actor processes
 over gRPC) in OUT/LABEL_seedN, stopped as Ctrl-C stops it once the environment frames stepped
-pass `--frames`. Per run it writes OUT/LABEL_seedN_curve.csv (environment frames stepped, wall seconds,
-mean return over the last `--window` episodes), and for all runs given OUT/LABEL.png with the
+pass `--frames`. Per run it writes, beside its (git-ignored) run directory, the copies a result
+commits: OUT/LABEL_seedN_episodes.csv and OUT/LABEL_seedN_segments.json (its episodes and the wall
+times of its invocations) and OUT/LABEL_seedN_episodes_curve.csv (environment frames stepped, wall
+seconds, mean return over the last `--window` episodes); and for all runs given OUT/LABEL.png with the
 public reference points for the game drawn in by `seed-plot`'s drawing (the PNG needs matplotlib:
 pip install -e '.[bench]').
 Prints one JSON line per run: the mean return at 2.5M, 5M, 10M and 20M frames and the frames and
@@ -25,6 +27,7 @@ import csv
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -108,6 +111,21 @@ def write_segments(logdir: str, segments: List[list]) -> None:
     with open(segments_path(logdir) + ".tmp", "w") as f:
         json.dump(segments, f)
     os.replace(segments_path(logdir) + ".tmp", segments_path(logdir))
+
+
+def copy_out(logdir: str) -> str:
+    """Copies a run's episodes and segments out of its run directory (checkpoints, not results) as
+    the RUN_episodes.csv and RUN_segments.json a result commits, and returns the copy's path; the
+    run directory itself where it has no episodes yet."""
+    episodes = os.path.join(logdir, "episodes.csv")
+    if not os.path.exists(episodes):
+        return logdir
+    copy = logdir + "_episodes.csv"
+    for source, target in ((episodes, copy), (segments_path(logdir), segments_path(copy))):
+        if os.path.exists(source):
+            shutil.copyfile(source, target + ".tmp")
+            os.replace(target + ".tmp", target)
+    return copy
 
 
 def training_seconds(episodes, segments: List[list]):
@@ -244,13 +262,15 @@ def main() -> int:
                 train(args, seed, logdir)
             except KeyboardInterrupt:  # report what was trained, then stop
                 break
+        runs = [(name, copy_out(logdir)) for name, logdir in runs]
 
     curves = {}
     for name, logdir in runs:
         timed, start = training_seconds(read_episodes(logdir), read_segments(logdir))
         rows = curve(timed, args.window, start)
         curves[name] = rows
-        write_csv(os.path.join(args.out, f"{name}_curve.csv"), rows)
+        stem = os.path.splitext(os.path.basename(os.path.normpath(logdir)))[0]
+        write_csv(os.path.join(args.out, f"{stem}_curve.csv"), rows)
         launched = {} if args.plot else {"env": args.env, "agent": args.agent, "actors": args.actors,
                                          "envs_per_actor": args.envs, "gin_bindings": args.gin_bindings}
         if not args.plot:

@@ -83,7 +83,10 @@ def test_learning_benchmark_trains_a_real_run_to_its_frame_budget_and_writes_its
     assert [r["run"] for r in summary] == ["smoke_seed3"]
     assert summary[0]["final_frames"] >= 8000 and summary[0]["frames_to_threshold"] is not None
     assert any("env_frames" in r and "benchmark" not in r for r in records), "no progress line"
-    lines = (tmp_path / "smoke_seed3_curve.csv").read_text().splitlines()
+    # The copies a result commits sit beside the run directory, and --plot reads them as it would the run.
+    assert (tmp_path / "smoke_seed3_episodes.csv").read_text() == (tmp_path / "smoke_seed3" / "episodes.csv").read_text()
+    assert json.loads((tmp_path / "smoke_seed3_segments.json").read_text())[0][1] is not None
+    lines = (tmp_path / "smoke_seed3_episodes_curve.csv").read_text().splitlines()
     assert lines[0] == "env_frames,wall_s,mean_return_last_100"
     rows = [[float(x) for x in line.split(",")] for line in lines[1:]]
     assert len(rows) == summary[0]["episodes"] > 5
@@ -105,7 +108,8 @@ def test_learning_benchmark_trains_a_real_run_to_its_frame_budget_and_writes_its
     assert resumed["invocations"] == 2 and resumed["final_frames"] >= budget
     assert resumed["episodes"] > summary[0]["episodes"]  # the first invocation's episodes are kept
     assert "resuming at" in (tmp_path / "smoke_seed3.log").read_text()
-    lines = (tmp_path / "smoke_seed3_curve.csv").read_text().splitlines()[1:]
+    assert len(json.loads((tmp_path / "smoke_seed3_segments.json").read_text())) == 2
+    lines = (tmp_path / "smoke_seed3_episodes_curve.csv").read_text().splitlines()[1:]
     rows = [[float(x) for x in line.split(",")] for line in lines]
     assert all(a[0] <= b[0] and 0 <= a[1] <= b[1] for a, b in zip(rows, rows[1:]))
 
