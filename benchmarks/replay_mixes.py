@@ -7,7 +7,8 @@ invocation, each reported beside the fresh-only default measured in the same inv
 
 Per mix it prints one JSON line: the median environment frames/s stepped and the median updates/s
 over the progress records after `--warmup_s` (the first update included), their ratio to the
-default's, and the last record's per-source metrics (share, age in updates, importance ratio pi/mu,
+default's, the median KL(mu || pi) of the replayed steps (how far the policy has moved since it
+acted them), and the last record's per-source metrics (share, age in updates, importance ratio pi/mu,
 elite's and attentive's distance). Learning curves are benchmarks/learning.py's job; this only
 says what a mix costs per frame and per update on this machine. `--learning_runs` prints instead
 one line of learning.py arguments per mix (label `mix_GAME_MIX`), for gpu_offline/learn.sh's
@@ -60,8 +61,14 @@ def summarise(logdir: str, warmup_s: float) -> dict:
         env_rates.append((after["env_frames"] - before["env_frames"]) / seconds)
         update_rates.append((after["updates"] - before["updates"]) / seconds)
     last = steady[-1]
+    # How far the policy has moved from the replayed data's behaviour policy: CLEAR's cloning term is
+    # KL(mu || pi) on the replayed steps averaged over all steps, so divided by the replayed share it
+    # is the replayed steps' own mean KL (fresh data only: no such term).
+    kls = [r["loss/policy_cloning"] / (1.0 - r.get("data/share_queue", 0.0)) for r in steady
+           if "loss/policy_cloning" in r and r.get("data/share_queue", 0.0) < 1.0]
     return {"env_frames_per_s": round(statistics.median(env_rates)),
             "updates_per_s": round(statistics.median(update_rates), 3),
+            "replayed_kl_mu_pi": round(statistics.median(kls), 6) if kls else None,
             "records": len(steady),
             "source_metrics": {k: round(v, 4) for k, v in last.items() if k.startswith("data/")}}
 

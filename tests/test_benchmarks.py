@@ -188,6 +188,7 @@ def test_replay_mixes_benchmark_measures_each_mix_beside_the_default(tmp_path):
     assert default["env_frames_ratio_to_default"] == 1.0 and default["updates_ratio_to_default"] == 1.0
     assert elite["env_frames_per_s"] > 0 and elite["updates_per_s"] > 0
     assert elite["env_frames_ratio_to_default"] == round(elite["env_frames_per_s"] / default["env_frames_per_s"], 3)
+    assert default["replayed_kl_mu_pi"] is None and elite["replayed_kl_mu_pi"] >= 0
     metrics = elite["source_metrics"]
     assert metrics["data/share_elite"] == 0.5 and metrics["data/elite_distance"] >= 0 and metrics["data/elite_rho"] > 0
 
