@@ -8,7 +8,8 @@ invocation, each reported beside the fresh-only default measured in the same inv
 Per mix it prints one JSON line: the median environment frames/s stepped and the median updates/s
 over the progress records after `--warmup_s` (the first update included), their ratio to the
 default's, the median KL(mu || pi) of the replayed steps (how far the policy has moved since it
-acted them), and the last record's per-source metrics (share, age in updates, importance ratio pi/mu,
+acted them; also per `--kl_bin_updates` updates from the start, where mixes compare at equal training),
+and the last record's per-source metrics (share, age in updates, importance ratio pi/mu,
 elite's and attentive's distance). Learning curves are benchmarks/learning.py's job; this only
 says what a mix costs per frame and per update on this machine. `--learning_runs` prints instead
 one line of learning.py arguments per mix (label `mix_GAME_MIX`), for gpu_offline/learn.sh's
@@ -25,6 +26,7 @@ import statistics
 import sys
 import time
 from types import SimpleNamespace
+from typing import Dict, Optional
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.join(REPO, "benchmarks"))
@@ -45,7 +47,15 @@ MIXES = {
 }
 
 
-def summarise(logdir: str, warmup_s: float) -> dict:
+def replayed_kl(record: dict) -> Optional[float]:
+    """How far the policy has moved from a record's replayed data: CLEAR's cloning term is KL(mu || pi)
+    on the replayed steps averaged over all steps, so divided by the replayed share it is the replayed
+    steps' own mean KL; None with fresh data only (no such term)."""
+    replayed = 1.0 - record.get("data/share_queue", 0.0)
+    return record["loss/policy_cloning"] / replayed if "loss/policy_cloning" in record and replayed > 0 else None
+
+
+def summarise(logdir: str, warmup_s: float, kl_bin_updates: int = 50) -> dict:
     with open(os.path.join(logdir, "progress.jsonl")) as f:
         records = [json.loads(line) for line in f if line.strip()]
     trained = [r for r in records if r.get("updates", 0) > 0]
@@ -61,14 +71,17 @@ def summarise(logdir: str, warmup_s: float) -> dict:
         env_rates.append((after["env_frames"] - before["env_frames"]) / seconds)
         update_rates.append((after["updates"] - before["updates"]) / seconds)
     last = steady[-1]
-    # How far the policy has moved from the replayed data's behaviour policy: CLEAR's cloning term is
-    # KL(mu || pi) on the replayed steps averaged over all steps, so divided by the replayed share it
-    # is the replayed steps' own mean KL (fresh data only: no such term).
-    kls = [r["loss/policy_cloning"] / (1.0 - r.get("data/share_queue", 0.0)) for r in steady
-           if "loss/policy_cloning" in r and r.get("data/share_queue", 0.0) < 1.0]
+    kls = [kl for kl in map(replayed_kl, steady) if kl is not None]
+    # The KL grows as training sharpens the policy, so mixes that made different numbers of updates in
+    # the same wall time compare only at the same updates: its median per bin of updates, from the start.
+    bins: Dict[int, list] = {}
+    for r in trained:
+        if replayed_kl(r) is not None:
+            bins.setdefault(r["updates"] // kl_bin_updates * kl_bin_updates, []).append(replayed_kl(r))
     return {"env_frames_per_s": round(statistics.median(env_rates)),
             "updates_per_s": round(statistics.median(update_rates), 3),
             "replayed_kl_mu_pi": round(statistics.median(kls), 6) if kls else None,
+            "replayed_kl_by_updates": {str(b): round(statistics.median(v), 6) for b, v in sorted(bins.items())},
             "records": len(steady),
             "source_metrics": {k: round(v, 4) for k, v in last.items() if k.startswith("data/")}}
 
@@ -89,6 +102,8 @@ def main() -> int:
     parser.add_argument("--mixes", nargs="+", default=list(MIXES), choices=list(MIXES))
     parser.add_argument("--seconds", type=float, default=150, help="wall time per mix")
     parser.add_argument("--warmup_s", type=float, default=30, help="after the first update, not counted")
+    parser.add_argument("--kl_bin_updates", type=int, default=50,
+                        help="updates per bin of the replayed data's KL reported over the run")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--gin_bindings", action="append", default=[], help="for every mix (repeatable)")
     parser.add_argument("--logdir", default=os.path.join(REPO, "runs", "replay_mixes"))
@@ -106,6 +121,8 @@ def main() -> int:
                 words += ["--gin_bindings", binding]
             print(" ".join(_shell_word(w) for w in words))
         return 0
+    if args.kl_bin_updates < 1:
+        parser.error("--kl_bin_updates must be positive")
     if args.seconds <= args.warmup_s:
         parser.error(f"--seconds ({args.seconds:g}) must exceed --warmup_s ({args.warmup_s:g})")
     mixes = ["default"] + [m for m in args.mixes if m != "default"]  # the reference comes first
@@ -118,7 +135,7 @@ def main() -> int:
         os.makedirs(args.logdir, exist_ok=True)
         with contextlib.redirect_stdout(sys.stderr):  # stdout holds only the results' JSON lines
             train(run, args.seed, logdir)
-        result = {"mix": name, "bindings": MIXES[name], **summarise(logdir, args.warmup_s)}
+        result = {"mix": name, "bindings": MIXES[name], **summarise(logdir, args.warmup_s, args.kl_bin_updates)}
         reference = results.get("default", result)
         result["env_frames_ratio_to_default"] = round(result["env_frames_per_s"] / reference["env_frames_per_s"], 3)
         result["updates_ratio_to_default"] = round(result["updates_per_s"] / reference["updates_per_s"], 3)

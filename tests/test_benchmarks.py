@@ -189,6 +189,9 @@ def test_replay_mixes_benchmark_measures_each_mix_beside_the_default(tmp_path):
     assert elite["env_frames_per_s"] > 0 and elite["updates_per_s"] > 0
     assert elite["env_frames_ratio_to_default"] == round(elite["env_frames_per_s"] / default["env_frames_per_s"], 3)
     assert default["replayed_kl_mu_pi"] is None and elite["replayed_kl_mu_pi"] >= 0
+    assert default["replayed_kl_by_updates"] == {} and all(
+        int(b) % 50 == 0 and kl >= 0 for b, kl in elite["replayed_kl_by_updates"].items())
+    assert elite["replayed_kl_by_updates"], "no update bin with replayed data"
     metrics = elite["source_metrics"]
     assert metrics["data/share_elite"] == 0.5 and metrics["data/elite_distance"] >= 0 and metrics["data/elite_rho"] > 0
 
