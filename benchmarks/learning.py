@@ -113,6 +113,11 @@ def write_segments(logdir: str, segments: List[list]) -> None:
     os.replace(segments_path(logdir) + ".tmp", segments_path(logdir))
 
 
+def run_name(run: str) -> str:
+    """A run directory's name, or a copied RUN_episodes.csv's without the extension."""
+    return os.path.splitext(os.path.basename(os.path.normpath(run)))[0]
+
+
 def copy_out(logdir: str) -> str:
     """Copies a run's episodes and segments out of its run directory (checkpoints, not results) as
     the RUN_episodes.csv and RUN_segments.json a result commits, and returns the copy's path; the
@@ -247,7 +252,7 @@ def main() -> int:
         missing = [d for d in args.plot if not os.path.isfile(d) and not os.path.exists(os.path.join(d, "episodes.csv"))]
         if missing:
             parser.error(f"no episodes.csv in {', '.join(missing)}")
-        runs = [(os.path.splitext(os.path.basename(os.path.normpath(d)))[0], d) for d in args.plot]
+        runs = [(run_name(d), d) for d in args.plot]
     else:
         runs = []
         taken = [d for d in (os.path.join(args.out, f"{args.label}_seed{s}") for s in args.seeds) if os.path.exists(d)]
@@ -269,8 +274,7 @@ def main() -> int:
         timed, start = training_seconds(read_episodes(logdir), read_segments(logdir))
         rows = curve(timed, args.window, start)
         curves[name] = rows
-        stem = os.path.splitext(os.path.basename(os.path.normpath(logdir)))[0]
-        write_csv(os.path.join(args.out, f"{stem}_curve.csv"), rows)
+        write_csv(os.path.join(args.out, f"{run_name(logdir)}_curve.csv"), rows)
         launched = {} if args.plot else {"env": args.env, "agent": args.agent, "actors": args.actors,
                                          "envs_per_actor": args.envs, "gin_bindings": args.gin_bindings}
         if not args.plot:

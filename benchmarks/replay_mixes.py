@@ -76,8 +76,9 @@ def summarise(logdir: str, warmup_s: float, kl_bin_updates: int = 50) -> dict:
     # the same wall time compare only at the same updates: its median per bin of updates, from the start.
     bins: Dict[int, list] = {}
     for r in trained:
-        if replayed_kl(r) is not None:
-            bins.setdefault(r["updates"] // kl_bin_updates * kl_bin_updates, []).append(replayed_kl(r))
+        kl = replayed_kl(r)
+        if kl is not None:
+            bins.setdefault(r["updates"] // kl_bin_updates * kl_bin_updates, []).append(kl)
     return {"env_frames_per_s": round(statistics.median(env_rates)),
             "updates_per_s": round(statistics.median(update_rates), 3),
             "replayed_kl_mu_pi": round(statistics.median(kls), 6) if kls else None,
