@@ -16,9 +16,19 @@ one line of learning.py arguments per mix (label `mix_GAME_MIX`), for gpu_offlin
 RUNS=FILE or a loop here:
 
     .venv/bin/python benchmarks/replay_mixes.py --learning_runs --game Breakout --mixes uniform elite_strata > mixes.runs
+
+`--table GAME` prints the learning runs' results so far as one Markdown table, read from the curves
+learning.py committed (OUT/mix_GAME_MIX_seedN_episodes_curve.csv, and the fresh-only default's runs
+named in DEFAULT_RUNS): per run the frames at which the 100-episode mean first reached the game's
+threshold, the mean at 2.5M, 5M and 10M frames, where it stopped, and the mix's frames/s as a share of
+the default's from the `--throughput` files (this script's `--out` JSON):
+
+    .venv/bin/python benchmarks/replay_mixes.py --table Pong --throughput benchmarks/results/replay_mixes_2026-11-2*.json
 """
 import argparse
 import contextlib
+import csv
+import glob
 import json
 import os
 import shlex
@@ -26,11 +36,11 @@ import statistics
 import sys
 import time
 from types import SimpleNamespace
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.join(REPO, "benchmarks"))
-from learning import default_game, train  # noqa: E402  (one run_local.sh run, stopped as Ctrl-C stops it)
+from learning import THRESHOLDS, default_game, summarize, train  # noqa: E402  (one run_local.sh run, stopped as Ctrl-C stops it)
 
 HALF = "VTraceAgent.sources={'queue': 0.5, '%s': 0.5}"
 # Name -> bindings. Half fresh, half replayed, as LASER's and elite replay's examples run them.
@@ -45,6 +55,50 @@ MIXES = {
     "attentive": [HALF % "attentive"],
     "clear": [HALF % "uniform", "VTraceLoss.policy_cloning_cost=0.01", "VTraceLoss.value_cloning_cost=0.005"],
 }
+
+
+# The fresh-only default's committed learning runs at today's Atari settings, the rows each mix is read
+# against: run K (2 epochs x 8 minibatches, entropy 0.005) on Pong, run L (a lost life terminal) on Breakout.
+DEFAULT_RUNS = {"Pong": "pong_K", "Breakout": "breakout_L"}
+TABLE_MARKS = ("2.5M", "5M", "10M")
+
+
+def _millions(frames: Optional[float]) -> str:
+    return "-" if frames is None else f"{frames / 1e6:.2f}M"
+
+
+def learning_table(game: str, curves_dir: str, throughput_files: List[str], window: int = 100) -> List[str]:
+    """The Markdown rows of --table: one per committed run of GAME, the default's first, then the
+    mixes in MIXES' order and by seed; a mix's frames/s share is from the first throughput file that
+    measured it on GAME, else on another game, named."""
+    ratios: Dict[str, str] = {}
+    for path in throughput_files:
+        with open(path) as f:
+            measured = json.load(f)
+        measured_on = measured.get("game") or default_game(measured.get("env", "atari"), "vtrace")
+        for result in measured["results"]:
+            # Measured on the other game it still says what the mix costs, but it is named.
+            ratio = f"{result['env_frames_ratio_to_default']:.2f}" + ("" if measured_on == game else f" ({measured_on})")
+            if result["mix"] not in ratios or ratios[result["mix"]].endswith(")") and measured_on == game:
+                ratios[result["mix"]] = ratio
+    labels = [("default", DEFAULT_RUNS.get(game))] + [(m, f"mix_{game.lower()}_{m}") for m in MIXES if m != "default"]
+    threshold = THRESHOLDS.get(game)
+    lines = [f"| mix | run | {threshold:+g} first at | " + " | ".join(f"at {m}" for m in TABLE_MARKS)
+             + " | last (frames) | frames/s vs default |", "|---" * (5 + len(TABLE_MARKS)) + "|"]
+    for mix, label in labels:
+        for path in sorted(glob.glob(os.path.join(curves_dir, f"{label}_seed*_episodes_curve.csv"))) if label else []:
+            with open(path) as f:
+                rows = [(int(r[0]), float(r[1]), float(r[2])) for r in list(csv.reader(f))[1:]]
+            if not rows:
+                continue
+            s = summarize(rows, threshold, window)
+            at = [s[f"return_at_{m}"] for m in TABLE_MARKS]
+            ratio = ratios.get(mix)
+            lines.append(f"| {mix} | {os.path.basename(path)[: -len('_episodes_curve.csv')]} | "
+                         f"{_millions(s['frames_to_threshold'])} | "
+                         + " | ".join("-" if v is None else f"{v:.1f}" for v in at)
+                         + f" | {s['final_return']:.1f} ({_millions(s['final_frames'])}) | {ratio or '-'} |")
+    return lines
 
 
 def replayed_kl(record: dict) -> Optional[float]:
@@ -112,7 +166,21 @@ def main() -> int:
     parser.add_argument("--learning_runs", action="store_true",
                         help="print one line of learning.py arguments per mix (--seed, --game, --gin_bindings "
                              "included) and exit")
+    parser.add_argument("--table", metavar="GAME", help="print the committed learning runs of GAME (Pong, "
+                        "Breakout) as a Markdown table and exit")
+    parser.add_argument("--curves_dir", default=os.path.join(REPO, "benchmarks", "results", "learning"),
+                        help="where --table reads the runs' *_episodes_curve.csv")
+    parser.add_argument("--throughput", nargs="*", default=[], metavar="JSON",
+                        help="--out files of earlier invocations, for --table's frames/s column")
     args = parser.parse_args()
+    if args.table:
+        if args.table not in THRESHOLDS:
+            parser.error(f"--table {args.table}: no threshold known for it; give one of {', '.join(DEFAULT_RUNS)}")
+        missing = [p for p in args.throughput if not os.path.isfile(p)]
+        if missing:
+            parser.error(f"--throughput: no file {', '.join(missing)}")
+        print("\n".join(learning_table(args.table, args.curves_dir, args.throughput)))
+        return 0
     if args.learning_runs:
         game = args.game or default_game(args.env, "vtrace") or args.env
         for name in args.mixes:

@@ -212,6 +212,41 @@ def test_replay_mixes_prints_learning_runs_that_the_shell_reads_back_as_each_mix
                               "--gin_bindings", "VTraceLoss.value_cloning_cost=0.005"]]
 
 
+def test_replay_mixes_table_reads_each_runs_curve_and_each_mixs_throughput_measured_on_the_game(tmp_path):
+    def write_curve(name, returns):  # one episode per 100k frames
+        rows = "".join(f"{(i + 1) * 100_000},{i}.0,{r}\n" for i, r in enumerate(returns))
+        (tmp_path / f"{name}_episodes_curve.csv").write_text("env_frames,wall_s,mean_return_last_100\n" + rows)
+
+    write_curve("pong_K_seed1", [-20.0] * 99 + [18.5] * 2)  # reaches +18 at its 100th episode: 10.0M frames
+    write_curve("mix_pong_uniform_seed2", [10.0] * 30 + [19.0] * 30)  # 100 episodes never pass: no crossing
+    write_curve("mix_pong_uniform_seed1", [-21.0] * 24 + [18.0] * 80)
+    write_curve("mix_breakout_uniform_seed1", [200.0] * 120)  # another game's: not in Pong's table
+    pong = {"env": "atari", "game": None, "results": [{"mix": "default", "env_frames_ratio_to_default": 1.0},
+                                                      {"mix": "uniform", "env_frames_ratio_to_default": 0.58}]}
+    breakout = {"env": "atari", "game": "Breakout", "results": [{"mix": "uniform", "env_frames_ratio_to_default": 0.61}]}
+    (tmp_path / "pong.json").write_text(json.dumps(pong))
+    (tmp_path / "breakout.json").write_text(json.dumps(breakout))
+    out = subprocess.run([sys.executable, "benchmarks/replay_mixes.py", "--table", "Pong", "--curves_dir", str(tmp_path),
+                          "--throughput", str(tmp_path / "breakout.json"), str(tmp_path / "pong.json")],
+                         cwd=REPO_ROOT, env=child_env(), capture_output=True, text=True, timeout=120, check=True).stdout
+    header, rule, *rows = out.splitlines()
+    assert header.split(" | ")[2:6] == ["+18 first at", "at 2.5M", "at 5M", "at 10M"] and rule.count("|---") == 8
+    cells = [[c.strip() for c in row.strip("|").split("|")] for row in rows]
+    # The default first, then mixes by seed; the Pong measurement wins over Breakout's for Pong's table.
+    assert cells == [
+        ["default", "pong_K_seed1", "10.00M", "-20.0", "-20.0", "18.5", "18.5 (10.10M)", "1.00"],
+        ["uniform", "mix_pong_uniform_seed1", "10.00M", "18.0", "18.0", "18.0", "18.0 (10.40M)", "0.58"],
+        ["uniform", "mix_pong_uniform_seed2", "-", "10.0", "19.0", "-", "19.0 (6.00M)", "0.58"]]
+    breakout_table = subprocess.run([sys.executable, "benchmarks/replay_mixes.py", "--table", "Breakout", "--curves_dir",
+                                     str(tmp_path), "--throughput", str(tmp_path / "pong.json")], cwd=REPO_ROOT,
+                                    env=child_env(), capture_output=True, text=True, timeout=120, check=True).stdout
+    # Measured only on Pong, the ratio names the game it comes from.
+    assert breakout_table.splitlines()[2].endswith("| 200.0 (12.00M) | 0.58 (Pong) |")
+    refused = subprocess.run([sys.executable, "benchmarks/replay_mixes.py", "--table", "Qbert"], cwd=REPO_ROOT,
+                             env=child_env(), capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2 and "--table Qbert: no threshold known" in refused.stderr
+
+
 def test_gpu_learn_sh_brings_back_four_parts_a_call_and_the_rest_with_more(tmp_path):
     # A device call brings back at most 64 MiB: learn.sh must hold back what does not fit, not lose it.
     back = tmp_path / "back"
