@@ -142,7 +142,7 @@ def test_vtrace_with_replay_counts_fresh_frames_reports_its_mix_and_resumes(tmp_
     kinds = ("uniform", "prioritised", "elite", "attentive")
     assert mixed and all(r["data/share_queue"] == 0.5 and r["data/replay_size"] >= 8 for r in mixed)
     assert all(r[f"data/share_{k}"] == 0.125 and r[f"data/{k}_age_updates"] >= 0 and r[f"data/{k}_rho"] > 0
-               for r in mixed for k in kinds)
+               and r[f"data/{k}_kl"] >= -1e-6 and 0 <= r[f"data/{k}_clip_fraction"] <= 1 for r in mixed for k in kinds)
     assert all(r["data/elite_distance"] >= 0 and r["data/attentive_distance"] >= 0
                and 0 < r["data/prioritised_loss_weight"] <= 1 for r in mixed)
 

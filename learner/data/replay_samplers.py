@@ -75,7 +75,7 @@ class UniformSampler(Sampler):
 class PrioritisedSampler(Sampler):
     """Prioritised replay of unrolls (Schaul et al. 2016, on LASER's shared replay): an unroll is drawn
     with probability proportional to priority^alpha, its priority the mean |v_s - V(x_s)| over its valid
-    steps at the last update that trained on it (a new unroll gets its first batch's error, or the
+    steps at the last update that trained on it (drawn by any source of the mix) (a new unroll gets its first batch's error, or the
     largest priority seen until then). Each drawn unroll's loss is weighted by (N P)^-beta, scaled to
     a largest weight of 1.
 
@@ -106,7 +106,8 @@ class PrioritisedSampler(Sampler):
             self.max_priority = max(self.max_priority, float(priorities[finite].max()))
 
     def draw(self, update: int, fresh: Unrolls, stop: threading.Event) -> Drawn:
-        positions = self.tree.sample(self.count, self.rng)
+        # Leaves past the ring's size hold no unroll (priority 0); round-off could still reach the first.
+        positions = np.minimum(self.tree.sample(self.count, self.rng), len(self.ring) - 1)
         probabilities = self.tree.get(positions) / self.tree.total
         weights = (len(self.ring) * probabilities) ** -self.beta
         return drawn(self.ring, positions, weights=weights / weights.max())

@@ -201,6 +201,10 @@ class UnrollMix:
                              f"unroll_queue_capacity is {queue.capacity}; raise unroll_queue_capacity to at "
                              f"least {self.fresh_per_batch} or lower batch_size")
         replay_kinds = [k for k in sources if k != "queue"]
+        empty = [k for k in replay_kinds if self.counts[k] == 0]
+        if empty:
+            raise ValueError(f"{name}.sources: a {empty[0]!r} share of {sources[empty[0]]:g} of batch_size {batch_size} "
+                             "rounds to no unroll per batch; raise the share or the batch size, or leave the source out")
         if replay_kinds and min_replay_unrolls > replay_capacity:
             raise ValueError(f"{name}: min_replay_unrolls ({min_replay_unrolls}) must not exceed "
                              f"replay_capacity ({replay_capacity})")
@@ -273,18 +277,18 @@ class UnrollMix:
 
     def feedback(self, errors: np.ndarray) -> None:
         """The last batch's per-unroll V-trace errors (rows in batch order): prioritised replay's
-        new priorities for the unrolls it drew and for the fresh ones it just stored."""
+        new priorities for every replayed unroll (whichever source drew it: each was trained on) and
+        for the fresh ones it just stored."""
         sampler = self.samplers.get("prioritised")
         if sampler is None:
             return
         errors = np.asarray(errors, np.float64)
         start = self.fresh_per_batch
-        for kind, drawn in self._last.items():
+        for drawn in self._last.values():
             n = len(drawn.positions)
-            if kind == "prioritised":
-                # A drawn unroll whose place this batch's fresh ones took is gone: its error is not theirs.
-                kept = ~np.isin(drawn.positions, self._last_fresh_positions)
-                sampler.feedback(drawn.positions[kept], errors[start:start + n][kept])
+            # A drawn unroll whose place this batch's fresh ones took is gone: its error is not theirs.
+            kept = ~np.isin(drawn.positions, self._last_fresh_positions)
+            sampler.feedback(drawn.positions[kept], errors[start:start + n][kept])
             start += n
         # The ring keeps only the newest fresh unrolls when it is smaller than their share.
         stored = len(self._last_fresh_positions)
@@ -309,7 +313,9 @@ class UnrollMix:
     def load_state(self, arrays, fields: Optional[Dict[str, Tuple[Tuple[int, ...], str]]] = None) -> None:
         """Puts back what `state` returned; with `fields` (name -> per-unroll shape and dtype, what this
         run stores) a ring saved with other fields (other sources or features) is refused in one line."""
-        if self.ring is not None and fields is not None:
+        # A ring saved before its first unroll has no fields to compare (and nothing to load but its counters).
+        saved_size = int(arrays["ring/size" if "ring/size" in arrays else "uniform/size"]) if self.ring is not None else 0
+        if self.ring is not None and fields is not None and saved_size > 0:
             prefix = "ring/unroll_" if "ring/inserted_at" in arrays else "uniform/unroll_"
             saved = {k[len(prefix):]: (tuple(arrays[k].shape[1:]), str(arrays[k].dtype))
                      for k in arrays if k.startswith(prefix)}

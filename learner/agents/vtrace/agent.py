@@ -10,7 +10,7 @@ import tensorflow as tf
 
 from learner.agents.base import AgentContext, EvaluationPolicy, numpy_seed, register
 from learner.agents.minibatches import PER_UNROLL_ERRORS, train_in_minibatches
-from learner.agents.vtrace.training import VTraceTrainer
+from learner.agents.vtrace.training import VTraceLoss, VTraceTrainer
 from learner.batcher import LearnerStopped
 from learner.checkpoints import write_arrays_atomically
 from learner.data import require_memory
@@ -132,7 +132,8 @@ class VTraceAgent:
             log.info("replay: %d unrolls of %.2f MB, %.0f MB in all (%s)", replay_capacity, self._unroll_nbytes / 1e6,
                      self.state_nbytes / 1e6, ", ".join(f"{k} {r:g}" for k, r in self.data.shares.items()))
         self._stop = context.stop
-        self._source_rhos: Dict[str, float] = {}  # the last update's, for the progress line
+        self._counted_restored_updates = False
+        self._source_means: Dict[str, float] = {}  # the last update's per-source means, for the progress line
         self.state_size = self.network.state_size
 
         @batched_policy(self.network)
@@ -205,6 +206,12 @@ class VTraceAgent:
         self.unrolls.reset(slot_ids)
 
     def next_batch(self, stop: threading.Event) -> Optional[Dict[str, np.ndarray]]:
+        if not self._counted_restored_updates:
+            # Resumed without its replay, the mix would count updates from 0 again, and elite's and attentive's
+            # candidate multipliers would anneal afresh: the restored optimizer's steps say how many were made.
+            done = int(self.optimizer.iterations.numpy()) // (self.epochs * self.minibatches)
+            self.data.updates = max(self.data.updates, done)
+            self._counted_restored_updates = True
         return self.data.next_batch(stop)
 
     def update(self, batch) -> Tuple[Dict[str, float], int]:
@@ -217,10 +224,11 @@ class VTraceAgent:
         if self.data.ring is None:  # fresh data only: CLEAR's terms are zero by construction
             metrics.pop("loss/policy_cloning")
             metrics.pop("loss/value_cloning")
-        for kind in SOURCE_KINDS:  # each source's mean importance ratio pi/mu, where it gave steps
-            rho, steps = metrics.pop(f"source/{kind}_rho"), metrics.pop(f"source/{kind}_steps")
-            if kind in self.data.counts and steps > 0:
-                metrics[f"data/{kind}_rho"] = self._source_rhos[f"data/{kind}_rho"] = rho / steps
+        for kind in SOURCE_KINDS:  # each source's means over its steps, where it gave any
+            sums = {part: metrics.pop(f"source/{kind}_{part}") for part in VTraceLoss.SOURCE_PARTS}
+            if kind in self.data.counts and sums["steps"] > 0:
+                for part, name in (("rho", "rho"), ("kl", "kl"), ("clipped", "clip_fraction")):
+                    metrics[f"data/{kind}_{name}"] = self._source_means[f"data/{kind}_{name}"] = sums[part] / sums["steps"]
         return metrics, self.data.last_fresh * self.frames_per_unroll
 
     def trackables(self) -> Dict[str, object]:
@@ -250,16 +258,16 @@ class VTraceAgent:
 
     def describe_data(self) -> str:
         """The queue, the ring and, per replay source, its share, mean age in updates, importance ratio
-        pi/mu and (elite, attentive) mean distance, as of the last batch."""
+        pi/mu, KL(mu || pi) and (elite, attentive) mean distance, as of the last batch."""
         ring = self.data.ring
         line = f"queue {len(self.queue)}/{self.queue.capacity}"
         if ring is None:
             return line
         line += f" | replay {len(ring)}/{ring.capacity}"
-        metrics = {**self.data.metrics(), **self._source_rhos}
+        metrics = {**self.data.metrics(), **self._source_means}
         for kind in self.data.samplers:
             parts = [f"{kind} {self.data.shares[kind]:g}"]
-            for label, name in (("age", "age_updates"), ("rho", "rho"), ("d", "distance")):
+            for label, name in (("age", "age_updates"), ("rho", "rho"), ("kl", "kl"), ("d", "distance")):
                 if f"data/{kind}_{name}" in metrics:
                     parts.append(f"{label} {metrics[f'data/{kind}_{name}']:.3g}")
             line += " | " + " ".join(parts)

@@ -14,6 +14,9 @@ from learner.distribution import split_batch
 from learner.networks import ActorCriticNetwork, EnvOutput
 from seed.settings import require_fraction, require_non_negative
 
+# What VTraceLoss sums per source (learner.data.unroll_replay.SOURCE_KINDS), each over all valid steps.
+SOURCE_PARTS = ("rho", "kl", "clipped", "steps")
+
 
 @gin.configurable
 class VTraceLoss:
@@ -21,11 +24,14 @@ class VTraceLoss:
 
     # policy/approx_kl estimates KL(mu || pi) from the stored behaviour logits (policy lag plus what
     # earlier epochs moved); policy/clip_fraction is the share of steps outside the clip range.
-    # source/<kind>_rho and source/<kind>_steps are the (loss-weighted) sum of pi/mu over that source's valid
-    # steps and their count, each over all valid steps: their quotient is the source's mean importance ratio.
+    # source/<kind>_{rho,kl,clipped} and source/<kind>_steps are the (loss-weighted) sums of pi/mu, of
+    # rho - 1 - log rho and of steps outside the clip range over that source's valid steps, and their count,
+    # each over all valid steps: a quotient is the source's mean. The mean rho is 1 in expectation however
+    # far pi has moved from mu; the KL and the clipped share are what show it.
+    SOURCE_PARTS = SOURCE_PARTS
     METRICS = ("loss/total", "loss/policy", "loss/baseline", "loss/entropy", "loss/policy_cloning",
                "loss/value_cloning", "policy/approx_kl", "policy/clip_fraction",
-               *(f"source/{kind}_{part}" for kind in SOURCE_KINDS for part in ("rho", "steps")))
+               *(f"source/{kind}_{part}" for kind in SOURCE_KINDS for part in SOURCE_PARTS))
 
     def __init__(self, discount: float = 0.99, lambda_: float = 1.0, clip_rho_threshold: float = 1.0,
                  clip_c_threshold: float = 1.0, clip_pg_rho_threshold: float = 1.0,
@@ -121,16 +127,17 @@ class VTraceLoss:
                  + self.policy_cloning_cost * policy_cloning + self.value_cloning_cost * value_cloning)
         rhos = tf.exp(log_rhos)
         clipped = tf.cast(tf.abs(rhos - 1.0) > self.clip_epsilon, tf.float32) if self.clip_epsilon else tf.zeros_like(rhos)
+        kl = rhos - 1.0 - log_rhos  # KL(mu || pi) in expectation over the actions mu chose
         metrics = {"loss/total": total, "loss/policy": pg_loss, "loss/baseline": baseline_loss,
                    "loss/entropy": entropy_loss, "loss/policy_cloning": policy_cloning,
                    "loss/value_cloning": value_cloning,
-                   "policy/approx_kl": vtrace.masked_mean(rhos - 1.0 - log_rhos, weighted),
+                   "policy/approx_kl": vtrace.masked_mean(kl, weighted),
                    "policy/clip_fraction": vtrace.masked_mean(clipped, weighted),
                    "valid_steps": tf.reduce_sum(weighted)}
         for index, kind in enumerate(SOURCE_KINDS):
             of_kind = tf.cast(source == index, tf.float32)
-            metrics[f"source/{kind}_rho"] = vtrace.masked_mean(rhos * of_kind, weighted)
-            metrics[f"source/{kind}_steps"] = vtrace.masked_mean(of_kind, weighted)
+            for part, value in zip(self.SOURCE_PARTS, (rhos, kl, clipped, 1.0)):
+                metrics[f"source/{kind}_{part}"] = vtrace.masked_mean(value * of_kind, weighted)
         errors = tf.reduce_sum(tf.abs(returns.vs - values) * valid, 0) / tf.maximum(tf.reduce_sum(valid, 0), 1.0)
         return total, metrics, tf.stop_gradient(errors)
 

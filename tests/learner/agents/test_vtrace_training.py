@@ -266,3 +266,65 @@ def test_the_progress_line_describes_each_replay_source():
     agent.update(agent.next_batch(stop))
     line = agent.describe_data()
     assert line.startswith("queue 2/64 | replay 6/8 | uniform 0.25 age 0 rho ") and "| prioritised 0.25 age 0 rho " in line
+    assert line.count(" kl ") == 2  # each replay's KL(mu || pi): what its mean rho cannot show
+
+
+def test_each_source_reports_its_own_kl_and_clipped_share_against_numpy():
+    """The mean importance ratio is 1 in expectation however stale the data; KL(mu || pi), estimated by
+    rho - 1 - log rho, and the share outside PPO's clip range show it, per source."""
+    import tensorflow as tf
+
+    from learner.agents.vtrace.training import VTraceLoss
+    from learner.networks import EnvOutput
+
+    rng, other = np.random.default_rng(10), np.random.default_rng(11)
+    agent = ActorCriticNetwork(3, (4, 1), "float32", torso="mlp")
+    major = {k: np.swapaxes(v, 0, 1) for k, v in random_unrolls(rng, 4, 5, (4, 1), "float32", 3, 0).items()}
+    outputs, _ = agent.unroll(major["prev_action"], EnvOutput(major["reward"], major["first"], major["observation"]),
+                              major["core_state"][0])
+    # Fresh unrolls acted by the policy itself, replayed ones by another.
+    source = np.array([0, 0, 1, 3])
+    logits = outputs.policy_logits.numpy()
+    major["behaviour_logits"] = np.where((source > 0)[None, :, None],
+                                         other.normal(size=logits.shape).astype(np.float32), logits)
+    major["source"] = np.repeat(source[None], 6, 0).astype(np.int32)
+    major["sample_weight"] = np.ones((6, 4), np.float32)
+    _, metrics, _ = VTraceLoss(clip_epsilon=0.1)(agent, {k: tf.constant(v) for k, v in major.items()})
+
+    def log_softmax(x):
+        return x - np.log(np.exp(x).sum(-1, keepdims=True))
+
+    take = lambda lp: np.take_along_axis(lp[:-1], major["action"][:-1, :, None], -1)[..., 0]  # noqa: E731
+    log_rhos = take(log_softmax(logits)) - take(log_softmax(major["behaviour_logits"]))
+    valid = 1.0 - (major["terminated"] | major["truncated"])[:-1]
+    for index, kind in ((0, "queue"), (1, "uniform"), (3, "elite")):
+        mask = valid * (source == index)[None]
+        steps = float(metrics[f"source/{kind}_steps"])
+        assert steps == pytest.approx(mask.sum() / valid.sum())
+        kl = (np.exp(log_rhos) - 1 - log_rhos) * mask
+        clipped = (np.abs(np.exp(log_rhos) - 1) > 0.1) * mask
+        assert float(metrics[f"source/{kind}_kl"]) / steps == pytest.approx(kl.sum() / mask.sum(), rel=1e-3, abs=1e-6)
+        assert float(metrics[f"source/{kind}_clipped"]) / steps == pytest.approx(clipped.sum() / mask.sum())
+    # The policy that acted: no KL and nothing clipped; another: both.
+    assert abs(float(metrics["source/queue_kl"])) < 1e-5 and float(metrics["source/queue_clipped"]) == 0.0
+    assert float(metrics["source/uniform_kl"]) > 0.01 and float(metrics["source/uniform_clipped"]) > 0.0
+
+
+def test_a_mix_resumed_without_its_replay_counts_updates_from_the_restored_optimizer():
+    """Elite and attentive candidate multipliers anneal by the mix's update count, which a resume without
+    checkpoint_replay would otherwise restart at 0."""
+    import threading
+
+    from learner.agents import AgentContext, VTraceAgent
+    from seed.specs import EnvSpec
+
+    agent = VTraceAgent(AgentContext(EnvSpec((4,), "float32", 2, 1), 1, 4, 10 ** 6, threading.Event()),
+                        unroll_length=5, batch_size=4, epochs=2, minibatches=2,
+                        sources={"queue": 0.5, "uniform": 0.5}, replay_capacity=8, min_replay_unrolls=4)
+    agent.optimizer.iterations.assign(2 * 2 * 30)  # as a checkpoint of 30 updates restores it
+    stop, rng = threading.Event(), np.random.default_rng(3)
+    for _ in range(4):
+        assert agent.queue.put(random_unrolls(rng, 2, 5, (4, 1), "float32", 2, 0), stop)
+    agent.update(agent.next_batch(stop))
+    assert agent.data.updates == 31
+    assert agent.data.metrics()["data/uniform_age_updates"] == 0.0  # the refilled ring's unrolls came in at 30

@@ -231,3 +231,46 @@ def test_prioritised_sampling_resumed_from_a_ring_saved_without_it_starts_every_
     sampler = PrioritisedSampler(ring_of(4), 100, np.random.default_rng(0))
     sampler.load_state({})
     assert len(set(sampler.draw(0, {}, threading.Event()).positions)) == 4
+
+
+def test_prioritised_feedback_reaches_unrolls_the_other_sources_replayed():
+    mix = UnrollMix(queue_of(100), {"queue": 0.25, "uniform": 0.5, "prioritised": 0.25}, 4, replay_capacity=16,
+                    min_replay_unrolls=4, seed=0)
+    mix.next_batch(threading.Event())
+    uniform, fresh = mix._last["uniform"].positions, mix._last_fresh_positions
+    errors = np.array([0.5, 3.0, 5.0, 7.0])  # 1 fresh row, 2 uniform ones, 1 prioritised
+    mix.feedback(errors)
+    tree, alpha = mix.samplers["prioritised"].tree, mix.samplers["prioritised"].alpha
+    checked = [(p, e) for p, e in zip(uniform, errors[1:3]) if p not in fresh and (uniform == p).sum() == 1]
+    assert checked  # (a position drawn twice keeps its later row's error)
+    for position, error in checked:
+        assert tree.get([position])[0] == pytest.approx(error ** alpha, rel=1e-2)
+
+
+def test_prioritised_sampling_never_lands_past_the_stored_unrolls():
+    ring = UnrollRing(8, seed=0)
+    ring.add(unrolls([0, 1]), update=0)
+    sampler = PrioritisedSampler(ring, 3, np.random.default_rng(0))
+    sampler.inserted(np.arange(2))
+    sampler.tree.sample = lambda n, rng: np.array([0, 1, 7])  # round-off's worst case: the far right leaf
+    drawn = sampler.draw(0, {}, threading.Event())
+    assert list(drawn.positions) == [0, 1, 1] and np.isfinite(drawn.weights).all()
+
+
+def test_a_source_whose_share_rounds_to_no_unroll_is_refused():
+    with pytest.raises(ValueError, match="a 'prioritised' share of 0.05 of batch_size 8 rounds to no unroll per batch; "
+                                         "raise the share or the batch size"):
+        UnrollMix(queue_of(10), {"queue": 0.85, "uniform": 0.1, "prioritised": 0.05}, 8, replay_capacity=64,
+                  min_replay_unrolls=8)
+
+
+def test_a_ring_saved_before_its_first_unroll_resumes_empty():
+    def mix():
+        return UnrollMix(queue_of(100), {"queue": 0.5, "uniform": 0.5}, 4, replay_capacity=16, min_replay_unrolls=4,
+                         seed=0)
+
+    saved, resumed = mix(), mix()
+    resumed.load_state(saved.state(), fields={"id": ((T + 1,), "int32"), "features": ((T + 1, F), "float32")})
+    assert len(resumed.ring) == 0
+    batch = resumed.next_batch(threading.Event())  # fills and trains as a fresh run does
+    assert len(batch["id"]) == 4 and len(resumed.ring) == 6
