@@ -75,8 +75,8 @@ class UniformSampler(Sampler):
 class PrioritisedSampler(Sampler):
     """Prioritised replay of unrolls (Schaul et al. 2016, on LASER's shared replay): an unroll is drawn
     with probability proportional to priority^alpha, its priority the mean |v_s - V(x_s)| over its valid
-    steps at the last update that trained on it (drawn by any source of the mix) (a new unroll gets its first batch's error, or the
-    largest priority seen until then). Each drawn unroll's loss is weighted by (N P)^-beta, scaled to
+    steps at the last update that trained on it, whichever source drew it (a new unroll gets its first
+    batch's error, or the largest priority seen until then). Each drawn unroll's loss is weighted by (N P)^-beta, scaled to
     a largest weight of 1.
 
     Settings:
