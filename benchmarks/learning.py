@@ -58,13 +58,17 @@ def default_game(env: str, agent: str) -> Optional[str]:
     return match.group(1) if match else None
 
 
+def return_at(rows, frames: float) -> Optional[float]:
+    """The mean return of a curve's rows (frames, wall s, mean) as it stood at `frames`: the last mean
+    at or before it, or None where the run did not get that far."""
+    before = [r for r in rows if r[0] <= frames]
+    return round(before[-1][2], 2) if before and rows[-1][0] >= frames else None
+
+
 def summarize(rows, threshold: Optional[float], window: int) -> dict:
     """Mean return at the checkpoint frame counts and the first time it reached `threshold`;
     a mean over fewer than `window` episodes does not count as reaching it."""
-    at = {}
-    for mark in CHECKPOINT_FRAMES:
-        before = [r for r in rows if r[0] <= mark]
-        at[f"return_at_{mark / 1e6:g}M"] = round(before[-1][2], 2) if before and rows[-1][0] >= mark else None
+    at = {f"return_at_{mark / 1e6:g}M": return_at(rows, mark) for mark in CHECKPOINT_FRAMES}
     reached = next((r for i, r in enumerate(rows) if i + 1 >= window and threshold is not None
                     and r[2] >= threshold), None)
     return {**at, "threshold": threshold, "frames_to_threshold": reached[0] if reached else None,

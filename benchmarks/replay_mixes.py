@@ -20,8 +20,9 @@ RUNS=FILE or a loop here:
 `--table GAME` prints the learning runs' results so far as one Markdown table, read from the curves
 learning.py committed (OUT/mix_GAME_MIX_seedN_episodes_curve.csv, and the fresh-only default's runs
 named in DEFAULT_RUNS): per run the frames at which the 100-episode mean first reached the game's
-threshold, the mean at 2.5M, 5M and 10M frames, where it stopped, and the mix's frames/s as a share of
-the default's from the `--throughput` files (this script's `--out` JSON):
+threshold, the mean at 2.5M, 5M and 10M frames (other columns with `--marks 1M 4M 10M`), where it
+stopped, and the mix's frames/s as a share of the default's from the `--throughput` files (this
+script's `--out` JSON); a mix with two or more seeds gets a row more that sums them up:
 
     .venv/bin/python benchmarks/replay_mixes.py --table Pong --throughput benchmarks/results/replay_mixes_2026-11-2*.json
 """
@@ -40,7 +41,7 @@ from typing import Dict, List, Optional
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.join(REPO, "benchmarks"))
-from learning import THRESHOLDS, default_game, summarize, train  # noqa: E402  (one run_local.sh run, stopped as Ctrl-C stops it)
+from learning import THRESHOLDS, default_game, return_at, summarize, train  # noqa: E402  (one run_local.sh run, stopped as Ctrl-C stops it)
 
 HALF = "VTraceAgent.sources={'queue': 0.5, '%s': 0.5}"
 # Name -> bindings. Half fresh, half replayed, as LASER's and elite replay's examples run them.
@@ -63,14 +64,39 @@ DEFAULT_RUNS = {"Pong": "pong_K", "Breakout": "breakout_L"}
 TABLE_MARKS = ("2.5M", "5M", "10M")
 
 
+def frames_mark(text: str) -> float:
+    """'2.5M' or '300k' as environment frames."""
+    scale = {"k": 1e3, "M": 1e6}.get(text[-1:])
+    try:
+        return float(text[:-1]) * scale if scale else float(text)
+    except ValueError:
+        raise ValueError(f"--marks {text}: not a frame count; write it as 2.5M, 300k or 2500000") from None
+
+
 def _millions(frames: Optional[float]) -> str:
     return "-" if frames is None else f"{frames / 1e6:.2f}M"
 
 
-def learning_table(game: str, curves_dir: str, throughput_files: List[str], window: int = 100) -> List[str]:
+def _seeds_row(mix: str, runs: List[dict], marks) -> str:
+    """One mix's seeds in one row: the median frames to the threshold with its range over the seeds that
+    reached it (and how many did, where not all), the mean return at each mark and at the last episode."""
+    reached = sorted(r["first"] for r in runs if r["first"] is not None)
+    first = ", ".join(([f"{_millions(statistics.median(reached))} ({reached[0] / 1e6:.2f}-{reached[-1] / 1e6:.2f}M)"]
+                       if reached else []) + ([f"{len(reached)} of {len(runs)} reached"] if len(reached) < len(runs) else []))
+    means = []
+    for i in range(len(marks)):
+        values = [r["at"][i] for r in runs]
+        means.append("-" if None in values else f"{statistics.mean(values):.1f}")
+    last = statistics.mean(r["last"] for r in runs)
+    return f"| {mix} | {len(runs)} seeds: median, mean | {first} | " + " | ".join(means) + f" | {last:.1f} | |"
+
+
+def learning_table(game: str, curves_dir: str, throughput_files: List[str], window: int = 100,
+                   marks=TABLE_MARKS) -> List[str]:
     """The Markdown rows of --table: one per committed run of GAME, the default's first, then the
-    mixes in MIXES' order and by seed; a mix's frames/s share is from the first throughput file that
-    measured it on GAME, else on another game, named."""
+    mixes in MIXES' order and by seed, and after a mix's seeds (two or more) one row that sums them up;
+    a mix's frames/s share is from the first throughput file that measured it on GAME, else on another
+    game, named. The return at a mark is the 100-episode mean as it stood there (learning.py's rule)."""
     ratios: Dict[str, str] = {}
     for path in throughput_files:
         with open(path) as f:
@@ -83,21 +109,24 @@ def learning_table(game: str, curves_dir: str, throughput_files: List[str], wind
                 ratios[result["mix"]] = ratio
     labels = [("default", DEFAULT_RUNS.get(game))] + [(m, f"mix_{game.lower()}_{m}") for m in MIXES if m != "default"]
     threshold = THRESHOLDS.get(game)
-    lines = [f"| mix | run | {threshold:+g} first at | " + " | ".join(f"at {m}" for m in TABLE_MARKS)
-             + " | last (frames) | frames/s vs default |", "|---" * (5 + len(TABLE_MARKS)) + "|"]
+    lines = [f"| mix | run | {threshold:+g} first at | " + " | ".join(f"at {m}" for m in marks)
+             + " | last (frames) | frames/s vs default |", "|---" * (5 + len(marks)) + "|"]
     for mix, label in labels:
+        runs = []
         for path in sorted(glob.glob(os.path.join(curves_dir, f"{label}_seed*_episodes_curve.csv"))) if label else []:
             with open(path) as f:
                 rows = [(int(r[0]), float(r[1]), float(r[2])) for r in list(csv.reader(f))[1:]]
             if not rows:
                 continue
             s = summarize(rows, threshold, window)
-            at = [s[f"return_at_{m}"] for m in TABLE_MARKS]
-            ratio = ratios.get(mix)
+            at = [return_at(rows, frames_mark(m)) for m in marks]
+            runs.append({"first": s["frames_to_threshold"], "at": at, "last": s["final_return"]})
             lines.append(f"| {mix} | {os.path.basename(path)[: -len('_episodes_curve.csv')]} | "
                          f"{_millions(s['frames_to_threshold'])} | "
                          + " | ".join("-" if v is None else f"{v:.1f}" for v in at)
-                         + f" | {s['final_return']:.1f} ({_millions(s['final_frames'])}) | {ratio or '-'} |")
+                         + f" | {s['final_return']:.1f} ({_millions(s['final_frames'])}) | {ratios.get(mix) or '-'} |")
+        if len(runs) > 1:
+            lines.append(_seeds_row(mix, runs, marks))
     return lines
 
 
@@ -172,6 +201,8 @@ def main() -> int:
                         help="where --table reads the runs' *_episodes_curve.csv")
     parser.add_argument("--throughput", nargs="*", default=[], metavar="JSON",
                         help="--out files of earlier invocations, for --table's frames/s column")
+    parser.add_argument("--marks", nargs="+", default=list(TABLE_MARKS), metavar="FRAMES",
+                        help="--table's columns: the mean return at these frame counts (2.5M, 300k)")
     args = parser.parse_args()
     if args.table:
         if args.table not in THRESHOLDS:
@@ -179,7 +210,11 @@ def main() -> int:
         missing = [p for p in args.throughput if not os.path.isfile(p)]
         if missing:
             parser.error(f"--throughput: no file {', '.join(missing)}")
-        print("\n".join(learning_table(args.table, args.curves_dir, args.throughput)))
+        try:
+            [frames_mark(m) for m in args.marks]
+        except ValueError as e:
+            parser.error(str(e))
+        print("\n".join(learning_table(args.table, args.curves_dir, args.throughput, marks=args.marks)))
         return 0
     if args.learning_runs:
         game = args.game or default_game(args.env, "vtrace") or args.env

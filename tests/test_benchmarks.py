@@ -236,7 +236,17 @@ def test_replay_mixes_table_reads_each_runs_curve_and_each_mixs_throughput_measu
     assert cells == [
         ["default", "pong_K_seed1", "10.00M", "-20.0", "-20.0", "18.5", "18.5 (10.10M)", "1.00"],
         ["uniform", "mix_pong_uniform_seed1", "10.00M", "18.0", "18.0", "18.0", "18.0 (10.40M)", "0.58"],
-        ["uniform", "mix_pong_uniform_seed2", "-", "10.0", "19.0", "-", "19.0 (6.00M)", "0.58"]]
+        ["uniform", "mix_pong_uniform_seed2", "-", "10.0", "19.0", "-", "19.0 (6.00M)", "0.58"],
+        # Two seeds or more: the median crossing over those that crossed, the mean where all got that far.
+        ["uniform", "2 seeds: median, mean", "10.00M (10.00-10.00M), 1 of 2 reached", "14.0", "18.5", "-", "18.5", ""]]
+    marked = subprocess.run([sys.executable, "benchmarks/replay_mixes.py", "--table", "Pong", "--curves_dir", str(tmp_path),
+                             "--marks", "300k", "2.4M"], cwd=REPO_ROOT, env=child_env(), capture_output=True, text=True,
+                            timeout=120, check=True).stdout.splitlines()
+    # A mark reads the mean as it stood there: at 2.4M seed 1 still had its -21s, at 2.5M its first 18.
+    assert marked[0].split(" | ")[3:5] == ["at 300k", "at 2.4M"] and "| -21.0 | -21.0 |" in marked[3]
+    bad_mark = subprocess.run([sys.executable, "benchmarks/replay_mixes.py", "--table", "Pong", "--marks", "5X"],
+                              cwd=REPO_ROOT, env=child_env(), capture_output=True, text=True, timeout=120)
+    assert bad_mark.returncode == 2 and "--marks 5X: not a frame count" in bad_mark.stderr
     breakout_table = subprocess.run([sys.executable, "benchmarks/replay_mixes.py", "--table", "Breakout", "--curves_dir",
                                      str(tmp_path), "--throughput", str(tmp_path / "pong.json")], cwd=REPO_ROOT,
                                     env=child_env(), capture_output=True, text=True, timeout=120, check=True).stdout
