@@ -100,6 +100,8 @@ def draw(path: str, groups: Dict[str, List[List[Row]]], x: str = "frames", game:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(8, 5))
+    if len(groups) > 10:  # the default cycle has 10 colours: an 11th curve would repeat the first's
+        ax.set_prop_cycle(color=plt.get_cmap("tab20").colors)
     plotted = {}
     for label, runs in groups.items():
         curves = [_xy(rows, x) for rows in runs if rows]
