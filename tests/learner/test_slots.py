@@ -94,3 +94,15 @@ def test_a_lost_life_cut_off_by_the_frame_limit_ends_the_game():
     table.observe(ids, steps([frame(3)], rewards=[5.0]))  # the next game's reset step
     _, finished = table.observe(ids, steps([frame(4)], rewards=[1.0], terminated=[1]))
     assert [e.raw_return for e in finished] == [1.0]
+
+
+def test_a_non_finite_reward_spoils_only_its_own_episode_return():
+    # The codec refuses non-finite rewards from actors; tests of skipped updates feed them directly.
+    table = SlotTable(1, (2, 2), "uint8", 1, state_size=0, reward_clipping="none")
+    ids = np.array([0])
+    table.observe(ids, steps([frame(1)]))
+    _, finished = table.observe(ids, steps([frame(2)], rewards=[np.inf], terminated=[1]))
+    assert np.isinf(finished[0].raw_return)
+    table.observe(ids, steps([frame(3)], rewards=[5.0]))  # the next game's reset step
+    _, finished = table.observe(ids, steps([frame(4)], rewards=[1.0], terminated=[1]))
+    assert [(e.raw_return, e.clipped_return) for e in finished] == [(1.0, 1.0)]
