@@ -63,11 +63,11 @@ class SlotTable:
         # A first step's reward belongs to no transition (it is the reset step's, 0 for gym envs), but
         # after a lost life it is the game's and counts towards its return.
         in_game = ~first | self.prev_life_lost[slot_ids]
-        # np.where, not a product with in_game: a non-finite reward a test (or a future codec) lets through
-        # must not stay in the slot's sums, as inf * 0 = nan would.
+        # A new game's sums restart with np.where, not a product with in_game: inf * 0 = nan would stay in
+        # the slot for every later episode.
         raw_return = np.where(in_game, self.raw_return[slot_ids] + steps.rewards, 0.0)
         clipped_return = np.where(in_game, self.clipped_return[slot_ids] + reward, 0.0)
-        length = self.episode_length[slot_ids] * in_game + in_game
+        length = np.where(in_game, self.episode_length[slot_ids] + 1, 0)
         self.raw_return[slot_ids], self.clipped_return[slot_ids] = raw_return, clipped_return
         self.episode_length[slot_ids] = length
         done = steps.terminated | steps.truncated
