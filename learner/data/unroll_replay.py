@@ -91,11 +91,14 @@ class UnrollRing:
                 return rng.integers(0, self._size, n)
             return rng.choice(self._size, min(n, self._size), replace=False)
 
-    def mark_sampled(self, positions: np.ndarray, generations: np.ndarray) -> None:
-        """Counts a batch's use of these unrolls, unless their place was written since they were taken."""
+    def mark_sampled(self, positions: np.ndarray, generations: np.ndarray) -> np.ndarray:
+        """Counts a batch's use of these unrolls, unless their place was written since they were taken;
+        returns which of them no batch had taken before (to tell fresh replays from repeats)."""
         with self.lock:
             unchanged = self.generation[positions] == generations
+            first = unchanged & (self.times_sampled[positions] == 0)
             np.add.at(self.times_sampled, positions[unchanged], 1)
+        return first
 
     def state(self) -> Dict[str, np.ndarray]:
         """The stored unrolls and their ring position, as named arrays (to save with a checkpoint): views
@@ -266,7 +269,9 @@ class UnrollMix:
             metrics[f"data/{kind}_age_updates"] = float(np.mean(self.updates - drawn.inserted_at))
             metrics[f"data/{kind}_loss_weight"] = float(np.mean(weights))
             metrics.update({f"data/{kind}_{name}": value for name, value in drawn.metrics.items()})
-            self.ring.mark_sampled(drawn.positions, drawn.generations)
+            # Whether a source's gain comes from which unrolls it picks or from not repeating them.
+            metrics[f"data/{kind}_first_replays"] = float(np.mean(self.ring.mark_sampled(drawn.positions,
+                                                                                        drawn.generations)))
         if self.ring is not None:  # after sampling: a batch never holds one unroll twice over
             self._last_fresh_positions = self._insert(fresh)
         self._last = drawn_now

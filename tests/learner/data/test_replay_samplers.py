@@ -103,8 +103,11 @@ def test_a_choice_made_ahead_does_not_count_towards_the_unroll_that_replaced_it(
     ring = ring_of(4)
     _, inserted_at, generations = ring.take(np.array([0, 1]))
     ring.add(unrolls([9]), update=5)  # overwrites place 0
-    ring.mark_sampled(np.array([0, 1]), generations)
+    first = ring.mark_sampled(np.array([0, 1]), generations)
     assert list(ring.times_sampled) == [0, 1, 0, 0] and list(inserted_at) == [0, 0]
+    # Only unroll 1 counts as replayed for the first time: place 0 holds another unroll now.
+    assert list(first) == [False, True]
+    assert list(ring.mark_sampled(np.array([1, 2]), ring.generation[[1, 2]])) == [False, True]
 
 
 def test_elite_settings_are_refused_with_the_fix():
@@ -187,10 +190,14 @@ def test_a_mix_draws_every_source_in_its_ratio(batch_size, sources, counts):
     assert list(mix.counts.values()) == counts == list(split_counts(batch_size, list(sources.values())))
     assert all(abs(c - sources[k] * batch_size) < 1 for k, c in mix.counts.items())
     stop = threading.Event()
-    for _ in range(5):
+    for i in range(5):
         batch = mix.next_batch(stop)
         got = np.bincount(batch["source"][:, 0], minlength=len(SOURCE_KINDS))
         assert [got[SOURCE_KINDS.index(k)] for k in sources] == counts
+        first_replays = [mix.metrics()[f"data/{k}_first_replays"] for k in sources if k != "queue"]
+        if i == 0:  # nothing was replayed before the first source's draw (later ones may share its unrolls)
+            assert first_replays[0] == 1.0
+        assert all(0.0 <= share <= 1.0 for share in first_replays)
     mix.close()
 
 
