@@ -196,6 +196,25 @@ def test_replay_mixes_benchmark_measures_each_mix_beside_the_default(tmp_path):
     assert metrics["data/share_elite"] == 0.5 and metrics["data/elite_distance"] >= 0 and metrics["data/elite_rho"] > 0
 
 
+def test_replay_ring_tells_picks_by_sample_count_from_picks_by_distance(tmp_path):
+    """The ring model runs the real UnrollMix: uniform replays each unroll about once per ring lifetime
+    (so about 1 - 1/e of its picks are first replays once the ring is full); the least-sampled elite
+    strategy takes mostly unreplayed unrolls whatever the distances; 'lowest' takes younger unrolls
+    only where distance grows with age."""
+    out = tmp_path / "ring.json"
+    records = run_benchmark("replay_ring.py", "--updates", "600", "--mixes", "uniform", "elite_lowest",
+                            "elite_lowest_least_sampled", "--out", str(out), timeout_s=120)
+    got = {(r["mix"], r["model"]): r for r in records}
+    assert len(got) == 6 and json.loads(out.read_text())["results"] == records
+    for model in ("independent", "age"):
+        assert 0.55 < got["uniform", model]["first_replays"] < 0.72
+        assert got["elite_lowest_least_sampled", model]["first_replays"] > got["uniform", model]["first_replays"] + 0.1
+    assert got["elite_lowest", "age"]["age_updates"] < got["elite_lowest", "independent"]["age_updates"] - 5
+    refused = subprocess.run([sys.executable, "benchmarks/replay_ring.py", "--updates", "0"], cwd=REPO_ROOT,
+                             env=child_env(), capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2 and "--updates must be positive" in refused.stderr
+
+
 def test_replay_mixes_prints_learning_runs_that_the_shell_reads_back_as_each_mixs_arguments():
     out = subprocess.run([sys.executable, "benchmarks/replay_mixes.py", "--learning_runs", "--game", "Breakout",
                           "--seed", "2", "--mixes", "uniform", "clear"], cwd=REPO_ROOT, env=child_env(),
