@@ -12,11 +12,12 @@ metrics a learning run's progress records carry. The distance models:
 
 - 'independent': each candidate's distance is random, unrelated to anything the ring knows;
 - 'age': it grows with the unroll's age in ring lifetimes (a policy that drifts steadily), plus
-  noise of `--noise` standard deviations.
+  normal noise whose standard deviation is `--noise` lifetimes.
 
-A mix whose numbers barely move between the two models chooses by sample counts, not distance.
+A strategy whose share of first replays stays above uniform's under both models chooses by sample
+counts; one whose picks grow younger only under 'age' chooses by distance.
 The defaults are atari_vtrace.gin's: batch 32 (16 fresh), a ring of 1,024, 64 before the first
-batch, 10M frames of 1,280 each per update, lambda annealed over the config's 200M frames.
+batch, 7,812 updates (10M frames at 1,280 per update), lambda annealed over the config's 200M frames.
 Runs in seconds on one core; prints one JSON line per mix and model.
 """
 import argparse
