@@ -32,20 +32,19 @@ import numpy as np
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, REPO)
+sys.path.insert(0, os.path.join(REPO, "benchmarks"))
 import gin  # noqa: E402
 
 from learner.data import elite  # noqa: E402,F401  (registers EliteSampler with gin)
-from learner.data.unroll_replay import UnrollMix  # noqa: E402
+from learner.data.unroll_replay import UnrollMix, split_counts  # noqa: E402
 from learner.data.unrolls import UnrollQueue  # noqa: E402
+from replay_mixes import MIXES as LEARNING_MIXES  # noqa: E402
 
 SOURCES = "VTraceAgent.sources="
-# Mixes whose picks need no learner's signal to model: uniform and the four elite strategies (CLEAR
-# samples as uniform does; prioritised and attentive would need TD errors and visited states).
-MIXES = {
-    "uniform": [SOURCES + "{'queue': 0.5, 'uniform': 0.5}"],
-    **{f"elite_{s}": [SOURCES + "{'queue': 0.5, 'elite': 0.5}", f"EliteSampler.strategy='{s}'"]
-       for s in elite.STRATEGIES},
-}
+# replay_mixes.py's mixes whose picks need no learner's signal to model: uniform and the four elite
+# strategies (CLEAR samples as uniform does; prioritised and attentive would need TD errors and
+# visited states).
+MIXES = {name: LEARNING_MIXES[name] for name in ["uniform"] + [f"elite_{s}" for s in elite.STRATEGIES]}
 MODELS = ("independent", "age")
 
 
@@ -67,7 +66,8 @@ def simulate(bindings: List[str], model: str, updates: int, noise: float, seed: 
     gin.bind_parameter("EliteSampler.prefetch", 0)  # chosen at the update it is used, as if prefetch were free
     rng = np.random.default_rng(seed)
     now = {"update": 0}
-    lifetime = capacity / (batch_size * sources["queue"])
+    fresh = int(dict(zip(sources, split_counts(batch_size, list(sources.values()))))["queue"])
+    lifetime = capacity / fresh
 
     def encode(unrolls):  # the 'current policy's features: the stored ones moved by the modelled distance
         n = len(unrolls["born"])
@@ -77,7 +77,6 @@ def simulate(bindings: List[str], model: str, updates: int, noise: float, seed: 
             moved = np.maximum((now["update"] - unrolls["born"][:, 0]) / lifetime + noise * rng.normal(size=n), 0)
         return unrolls["features"] + moved[:, None, None].astype(np.float32)
 
-    fresh = int(round(batch_size * sources["queue"]))
     queue, stop = UnrollQueue(min_unrolls + fresh), threading.Event()
     mix = UnrollMix(queue, sources, batch_size, capacity, min_unrolls, seed=seed, encode=encode,
                     total_fresh_unrolls=total_updates * fresh)
