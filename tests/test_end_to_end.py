@@ -106,9 +106,12 @@ def test_atari_smoke_trains_checkpoints_and_resumes(tmp_path):
     records = [json.loads(line) for line in (tmp_path / "progress.jsonl").read_text().splitlines()]
     trained = [r for r in records if "loss/total" in r]
     assert trained and all(np.isfinite(r[k]) for r in trained for k in ("loss/total", "loss/policy", "loss/baseline"))
+    assert any(r["training/update_ms"] > 0 for r in trained) and all(0 <= r["training/batch_wait_share"] <= 1 for r in records)
     assert list((tmp_path / "summaries").iterdir()), "no TensorBoard event files"
 
-    run_to_budget(tmp_path, "atari_vtrace.gin", 2, bindings + [f"run_learner.total_environment_frames={300 * frames_per_update}"],
+    # The resumed run makes the same gradient steps with the minibatch loop in one compiled call.
+    run_to_budget(tmp_path, "atari_vtrace.gin", 2, bindings + [f"run_learner.total_environment_frames={300 * frames_per_update}",
+                                                               "VTraceTrainer.minibatch_loop_in_graph=True"],
                   actor_bindings, timeout_s=600)
     assert f"resuming at 32000 environment frames, {200 * steps_per_update} gradient steps" in (
         tmp_path / "logs" / "learner.log").read_text()

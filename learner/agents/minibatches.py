@@ -31,16 +31,27 @@ def train_in_minibatches(update: Callable[[Batch], Dict[str, float]],
         this_epoch = epoch_batch(per_unroll)
         per_unroll = {}  # fresh arrays: what the batch function was handed stays as it was
         size = len(next(iter(this_epoch.values())))
-        for indices in np.array_split(rng.permutation(size), minibatches):
+        for indices in epoch_minibatches(size, minibatches, rng):
             steps.append(update({k: v[indices] for k, v in this_epoch.items()}))
             for key in [k for k in steps[-1] if k.startswith(PER_UNROLL)]:
                 rows = np.asarray(steps[-1].pop(key))
                 if key not in per_unroll:
                     per_unroll[key] = np.zeros((size,) + rows.shape[1:], np.float64)
                 per_unroll[key][indices] = rows
+    return {**average_steps(steps), **per_unroll}
+
+
+def epoch_minibatches(size: int, minibatches: int, rng: np.random.Generator):
+    """One epoch's minibatches: row indices of a batch of `size` unrolls, shuffled, in `minibatches` parts."""
+    return np.array_split(rng.permutation(size), minibatches)
+
+
+def average_steps(steps) -> Dict[str, float]:
+    """Gradient steps' scalar metrics averaged over the applied steps, with 'update_applied' true when
+    any step was applied and 'skipped_steps' the count of non-finite steps skipped."""
     # A skipped (non-finite) step's NaN must not reach the averages.
     applied = [m for m in steps if m["update_applied"]] or steps
     metrics = {k: float(np.mean([m[k] for m in applied])) for k in steps[0]}
     metrics["update_applied"] = any(m["update_applied"] for m in steps)
     metrics["skipped_steps"] = sum(not m["update_applied"] for m in steps)
-    return {**metrics, **per_unroll}
+    return metrics

@@ -1,4 +1,5 @@
 import threading
+import time
 
 import tensorflow as tf
 
@@ -39,6 +40,28 @@ def test_too_many_non_finite_updates_in_a_row_stop_training_with_a_clear_error(t
     assert isinstance(loop.error, FloatingPointError)
     assert "3 updates in a row had a non-finite loss or gradient" in str(loop.error)
     assert loop.num_updates == 1
+
+
+class SlowAgent(ScriptedAgent):
+    """Batches that take 20 ms to come and updates that take 60 ms."""
+
+    def next_batch(self, stop):
+        time.sleep(0.02)
+        return super().next_batch(stop)
+
+    def update(self, batch):
+        time.sleep(0.06)
+        return super().update(batch)
+
+
+def test_the_loop_counts_its_time_waiting_for_batches_and_updating(tmp_path):
+    frames = tf.Variable(0, dtype=tf.int64)
+    loop = TrainingLoop(SlowAgent([True] * 5), Checkpointer(str(tmp_path), environment_frames=frames), frames,
+                        total_frames=10_000, checkpoint_interval_s=1e9, stop=threading.Event())
+    loop.thread.start()
+    loop.thread.join(60)
+    assert loop.num_updates == 5
+    assert 100 <= loop.batch_wait_ms < loop.update_ms and loop.update_ms >= 300
 
 
 def test_progress_line_says_how_far_and_how_long_is_left():

@@ -9,7 +9,7 @@ import numpy as np
 import tensorflow as tf
 
 from learner.agents.base import AgentContext, EvaluationPolicy, numpy_seed, register
-from learner.agents.minibatches import PER_UNROLL_ERRORS, train_in_minibatches
+from learner.agents.minibatches import PER_UNROLL_ERRORS
 from learner.agents.vtrace.training import VTraceLoss, VTraceTrainer
 from learner.batcher import LearnerStopped
 from learner.checkpoints import write_arrays_atomically
@@ -219,7 +219,7 @@ class VTraceAgent:
         consumed (its fresh unrolls'; counted also when a non-finite step was skipped, as R2D2Agent
         counts what it inserted: the budget counts frames collected)."""
         batch = {k: v for k, v in batch.items() if k != "features"}  # only the samplers compare them
-        metrics = train_in_minibatches(self.trainer.update, batch, self.epochs, self.minibatches, self._shuffle)
+        metrics = self.trainer.train(batch, self.epochs, self.minibatches, self._shuffle)
         self.data.feedback(metrics.pop(PER_UNROLL_ERRORS))
         if self.data.ring is None:  # fresh data only: CLEAR's terms are zero by construction
             metrics.pop("loss/policy_cloning")

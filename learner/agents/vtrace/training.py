@@ -7,7 +7,7 @@ import tensorflow as tf
 
 from learner.agents.gradient_step import GradientStep
 from learner.agents.policy_losses import episode_masks
-from learner.agents.minibatches import PER_UNROLL_ERRORS
+from learner.agents.minibatches import PER_UNROLL_ERRORS, average_steps, epoch_minibatches, train_in_minibatches
 from learner.agents.vtrace import maths as vtrace
 from learner.data.unroll_replay import SOURCE_KINDS
 from learner.distribution import split_batch
@@ -157,18 +157,30 @@ class VTraceTrainer:
         `max_gradient_norm`: the global norm the combined gradient is clipped to (40; 0.5 in atari_vtrace.gin).
         `jit_compile`: have XLA compile the whole update, on one device only (False: on CPU it made the
             update 2x slower); learner/agents/gradient_step.py says when that pays, benchmarks/xla.py measures it.
+        `minibatch_loop_in_graph`: run all of a batch's epochs x minibatches gradient steps in one compiled
+            call (False: one call per step). The batch then crosses to the device once, each minibatch is
+            gathered and made time-major there, and the metrics come back once per batch instead of once
+            per step; the steps and their minibatches are the same. It pays where a step's fixed cost (the
+            call from Python, the host-side copies, a device sync per step) rivals its compute, as on a GPU
+            learner; one device only, as `jit_compile`.
     """
 
     def __init__(self, agent: ActorCriticNetwork, optimizer, loss: VTraceLoss = None,
                  max_gradient_norm: float = 40.0, strategy: tf.distribute.Strategy = None,
-                 jit_compile: bool = False):
+                 jit_compile: bool = False, minibatch_loop_in_graph: bool = False):
         self.agent = agent
         self.optimizer = optimizer
         self.loss = loss or VTraceLoss()
         self.strategy = strategy or tf.distribute.get_strategy()
+        if minibatch_loop_in_graph and self.strategy.num_replicas_in_sync > 1:
+            raise ValueError("VTraceTrainer.minibatch_loop_in_graph works on one device only, not with "
+                             f"{self.strategy.num_replicas_in_sync} replicas; set it to False or train on one "
+                             "device (create_strategy.kind='none')")
         self.step = GradientStep("VTraceTrainer", optimizer, agent.trainable_variables, max_gradient_norm,
                                  jit_compile, self.strategy)
         self._update = self.step.compile(self._update_impl)
+        self.minibatch_loop_in_graph = minibatch_loop_in_graph
+        self._update_steps = self.step.compile(self._update_steps_impl)
 
     def _replica_sums(self, unrolls):
         """This replica's gradients and metrics, weighted by its number of valid steps, and that
@@ -195,6 +207,37 @@ class VTraceTrainer:
         gradients = [tf.reshape(p, v.shape) for p, v in zip(parts, variables)]
         metrics = {k: p[0] for k, p in zip(VTraceLoss.METRICS, parts[len(variables):])}
         return {**metrics, **self.step.apply(metrics["loss/total"], gradients), PER_UNROLL_ERRORS: errors}
+
+    # What _update_steps_impl records of each step, in this order.
+    STEP_METRICS = (*VTraceLoss.METRICS, "gradient_norm", "update_applied")
+
+    def _update_steps_impl(self, unrolls, order):
+        """The gradient steps on batch-major `unrolls`, step i on rows order[i]: each step's
+        STEP_METRICS [steps, len(STEP_METRICS)] and the per-unroll errors of each row's last step [B]."""
+        history = tf.TensorArray(tf.float32, size=tf.shape(order)[0])
+        errors = tf.zeros(tf.shape(next(iter(unrolls.values())))[:1])
+        for i in tf.range(tf.shape(order)[0]):
+            rows = order[i]
+            # Batch-major to time-major [T+1, rows, ...], as update() hands the compiled step.
+            minibatch = {k: tf.transpose(tf.gather(v, rows), [1, 0, *range(2, len(v.shape))])
+                         for k, v in unrolls.items()}
+            step = self._update_impl(minibatch)
+            history = history.write(i, tf.stack([tf.cast(step[k], tf.float32) for k in self.STEP_METRICS]))
+            errors = tf.tensor_scatter_nd_update(errors, rows[:, None], step[PER_UNROLL_ERRORS])
+        return history.stack(), errors
+
+    def train(self, batch: Dict[str, np.ndarray], epochs: int, minibatches: int,
+              rng: np.random.Generator) -> Dict[str, float]:
+        """`epochs` passes of `minibatches` gradient steps over batch-major [B, T+1, ...] unrolls, reshuffled
+        every pass (learner/agents/minibatches.py): the steps' metrics averaged, with the last pass's
+        PER_UNROLL_ERRORS [B] in batch order."""
+        if not self.minibatch_loop_in_graph:
+            return train_in_minibatches(self.update, batch, epochs, minibatches, rng)
+        size = len(next(iter(batch.values())))
+        order = np.stack([rows for _ in range(epochs) for rows in epoch_minibatches(size, minibatches, rng)])
+        history, errors = self._update_steps(batch, order.astype(np.int32))
+        steps = [dict(zip(self.STEP_METRICS, row)) for row in history.numpy()]
+        return {**average_steps(steps), PER_UNROLL_ERRORS: errors.numpy()}
 
     def update(self, batch: Dict[str, np.ndarray]) -> Dict[str, float]:
         """`batch` holds batch-major [B, T+1, ...] unrolls as the queue returns them. The metrics include

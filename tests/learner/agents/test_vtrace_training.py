@@ -1,6 +1,8 @@
+import keras
 import numpy as np
 import pytest
 
+from learner.agents.minibatches import PER_UNROLL_ERRORS
 from learner.optimizers import create_optimizer
 from learner.agents.vtrace.training import VTraceTrainer
 from learner.networks import ActorCriticNetwork
@@ -328,3 +330,38 @@ def test_a_mix_resumed_without_its_replay_counts_updates_from_the_restored_optim
     agent.update(agent.next_batch(stop))
     assert agent.data.updates == 31
     assert agent.data.metrics()["data/uniform_age_updates"] == 0.0  # the refilled ring's unrolls came in at 30
+
+
+@pytest.mark.parametrize("epochs, minibatches", [(2, 3), (1, 1)])
+def test_minibatch_loop_in_graph_makes_the_same_steps_as_the_python_loop(epochs, minibatches):
+    """Same shuffles, so the same minibatches: the weights, the averaged metrics and the last pass's
+    per-unroll errors (in batch order) must agree; one non-finite unroll makes its steps skipped in both."""
+    rng = np.random.default_rng(3)
+    nets = [ActorCriticNetwork(3, (36, 36, 2), "uint8", lstm_units=8) for _ in range(2)]
+    for a, b in zip(nets[1].variables, nets[0].variables):
+        a.assign(b.numpy())
+    trainers = [VTraceTrainer(net, keras.optimizers.SGD(1e-2), minibatch_loop_in_graph=in_graph)
+                for net, in_graph in zip(nets, (False, True))]
+    batch = random_unrolls(rng, 6, 5, (36, 36, 2), "uint8", 3, nets[0].state_size)
+    batch["reward"][4, 2] = np.inf
+    for _ in range(2):
+        python, graph = (trainer.train(batch, epochs, minibatches, np.random.default_rng(7)) for trainer in trainers)
+        assert set(python) <= set(graph)  # one step alone comes back without 'skipped_steps' from Python
+        for key, value in python.items():
+            np.testing.assert_allclose(graph[key], value, rtol=1e-4, atol=1e-5, err_msg=key)
+        skipped = epochs if minibatches > 1 else 1  # the steps whose minibatch holds unroll 4
+        assert graph["skipped_steps"] == skipped and graph["update_applied"] == (minibatches > 1)
+        assert graph[PER_UNROLL_ERRORS].shape == (6,)
+    for a, b in zip(nets[0].trainable_variables, nets[1].trainable_variables):
+        np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-4, atol=1e-5)
+    applied = 2 * (epochs * minibatches - skipped)  # two calls
+    assert [int(t.optimizer.iterations.numpy()) for t in trainers] == [applied, applied]
+
+
+def test_minibatch_loop_in_graph_is_refused_with_several_replicas():
+    class TwoReplicas:  # the refusal comes before the strategy is used
+        num_replicas_in_sync = 2
+
+    with pytest.raises(ValueError, match="minibatch_loop_in_graph works on one device only"):
+        VTraceTrainer(ActorCriticNetwork(2, (4, 1), "float32", torso="mlp"), create_optimizer(10),
+                      strategy=TwoReplicas(), minibatch_loop_in_graph=True)
