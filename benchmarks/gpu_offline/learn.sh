@@ -21,6 +21,8 @@
 # them here with unpack.sh, naming every call's folder, and go on with --resume on either machine
 # (on the same warm host, learn.sh again with --resume: the runs are still in /tmp/lout).
 # REQUIRE_GPU=0 skips the check, for a CPU-only baseline on the same host (with CUDA_VISIBLE_DEVICES=-1).
+# BEFORE="benchmarks/update_loop.py --xla ..." runs that script first, in the same environment (its
+# output in /tmp/back/before.out and on the console; its failure does not stop the learning run).
 set -uo pipefail
 T0=$(date +%s)
 BACK_PARTS=${BACK_PARTS:-/tmp/parts_back}
@@ -78,6 +80,11 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 echo "learn.sh: ready after $(( $(date +%s) - T0 )) s"
 export TF_FORCE_GPU_ALLOW_GROWTH=true   # learners side by side share the GPU's memory
 rm -rf /tmp/back && mkdir -p /tmp/back
+if [[ -n "${BEFORE:-}" ]]; then
+  eval "before_args=($BEFORE)"
+  python3 "${before_args[@]}" 2>&1 | grep -v "oneDNN\|absl::InitializeLog" | tee /tmp/back/before.out
+  echo "learn.sh: BEFORE done after $(( $(date +%s) - T0 )) s"
+fi
 if [[ -n "${SEEDS:-}" ]]; then
   RUNS=/tmp/runs_from_seeds && printf -- '--seeds %s\n' $SEEDS > "$RUNS"
 fi
