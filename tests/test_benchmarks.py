@@ -1,4 +1,4 @@
-"""The components, transport and XLA benchmarks run end to end and report every measurement they promise.
+"""The components, transport, XLA and update-loop benchmarks run end to end and report every measurement they promise.
 Speeds are printed, never asserted: only that each part ran and measured something."""
 import json
 import subprocess
@@ -58,6 +58,16 @@ def test_xla_benchmark_compares_every_component_both_ways():
     summaries = {r["component"]: r for r in records if r.get("summary")}
     assert set(summaries) == components
     assert all(s["xla_over_default_median"] > 0 for s in summaries.values())
+
+
+def test_update_loop_benchmark_times_the_python_and_the_in_graph_loop_side_by_side():
+    records = run_benchmark("update_loop.py", "--seconds", "0.2", "--rounds", "2",
+                            "--gin_bindings", "VTraceAgent.batch_size=4", "--gin_bindings", "VTraceAgent.minibatches=2")
+    modes = ("python", "graph")  # --xla adds 'graph_xla' (a minute more here)
+    assert [r["mode"] for r in records if "updates_per_s" in r] == list(modes) * 2
+    summaries = {r["mode"]: r for r in records if r.get("summary")}
+    assert set(summaries) == set(modes) and summaries["python"]["over_python_median"] == 1.0
+    assert all(s["updates_per_s_median"] > 0 and s["gradient_steps_per_update"] == 4 for s in summaries.values())
 
 
 def test_components_benchmark_reports_every_component_and_a_bound_below_each():
