@@ -22,7 +22,8 @@
 # (on the same warm host, learn.sh again with --resume: the runs are still in /tmp/lout).
 # REQUIRE_GPU=0 skips the check, for a CPU-only baseline on the same host (with CUDA_VISIBLE_DEVICES=-1).
 # BEFORE="benchmarks/update_loop.py --xla ..." runs that script first, in the same environment (its
-# output in /tmp/back/before.out and on the console; its failure does not stop the learning run).
+# output in /tmp/back/before.out and on the console; its failure does not stop the learning run), for
+# at most BEFORE_TIMEOUT_S seconds (300).
 set -uo pipefail
 T0=$(date +%s)
 BACK_PARTS=${BACK_PARTS:-/tmp/parts_back}
@@ -82,7 +83,7 @@ export TF_FORCE_GPU_ALLOW_GROWTH=true   # learners side by side share the GPU's 
 rm -rf /tmp/back && mkdir -p /tmp/back
 if [[ -n "${BEFORE:-}" ]]; then
   eval "before_args=($BEFORE)"
-  python3 "${before_args[@]}" 2>&1 | grep -v "oneDNN\|absl::InitializeLog" | tee /tmp/back/before.out
+  timeout "${BEFORE_TIMEOUT_S:-300}" python3 "${before_args[@]}" 2>&1 | grep -v "oneDNN\|absl::InitializeLog" | tee /tmp/back/before.out
   echo "learn.sh: BEFORE done after $(( $(date +%s) - T0 )) s"
 fi
 if [[ -n "${SEEDS:-}" ]]; then
