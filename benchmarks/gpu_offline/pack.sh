@@ -4,6 +4,8 @@
 # see ../README.md, "On a GPU"). Run here, after ./tests/run.sh has made .venv; writes
 # .whl/p1 ... .whl/pN (ignored by git), each to be carried by one device call, and copies learn.sh
 # beside them. Versions are .venv's, for the host's Python (PY_VERSION, 3.12 on those machines).
+# Beside a learning run, start it as `chrt -i 0 bash benchmarks/gpu_offline/pack.sh`: nice alone does not
+# keep it off a run started in another session (../README.md, "On a GPU").
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY_VERSION=${PY_VERSION:-3.12}
