@@ -179,8 +179,7 @@ class VTraceTrainer:
         self.step = GradientStep("VTraceTrainer", optimizer, agent.trainable_variables, max_gradient_norm,
                                  jit_compile, self.strategy)
         self._update = self.step.compile(self._update_impl)
-        self.minibatch_loop_in_graph = minibatch_loop_in_graph
-        self._update_steps = self.step.compile(self._update_steps_impl)
+        self._update_steps = self.step.compile(self._update_steps_impl) if minibatch_loop_in_graph else None
 
     def _replica_sums(self, unrolls):
         """This replica's gradients and metrics, weighted by its number of valid steps, and that
@@ -231,7 +230,7 @@ class VTraceTrainer:
         """`epochs` passes of `minibatches` gradient steps over batch-major [B, T+1, ...] unrolls, reshuffled
         every pass (learner/agents/minibatches.py): the steps' metrics averaged, with the last pass's
         PER_UNROLL_ERRORS [B] in batch order."""
-        if not self.minibatch_loop_in_graph:
+        if self._update_steps is None:
             return train_in_minibatches(self.update, batch, epochs, minibatches, rng)
         size = len(next(iter(batch.values())))
         order = np.stack([rows for _ in range(epochs) for rows in epoch_minibatches(size, minibatches, rng)])
