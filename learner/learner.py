@@ -43,10 +43,10 @@ class TrainingLoop:
         self.last_metrics: Dict[str, float] = {}
         self.num_updates = 0
         self.num_skipped_updates = 0
-        # Where the training thread's time goes (milliseconds, all updates): waiting for a batch
-        # (the data side is the bound) against updating (the learner is).
-        self.batch_wait_ms = 0
-        self.update_ms = 0
+        # Where the training thread's time goes (microseconds in all): waiting for a batch (the data
+        # side is the bound) against updating (the learner is).
+        self.batch_wait_us = 0
+        self.update_us = 0
         self.error: Optional[BaseException] = None
         self.thread = threading.Thread(target=self._run, name="training", daemon=True)
 
@@ -54,14 +54,14 @@ class TrainingLoop:
         last_save, skipped_in_a_row = time.monotonic(), 0
         try:
             while not self.stop.is_set() and int(self.frames.numpy()) < self.total_frames:
-                started = time.monotonic()
+                started = time.perf_counter_ns()
                 batch = self.agent.next_batch(self.stop)
+                batched = time.perf_counter_ns()
+                self.batch_wait_us += (batched - started) // 1000
                 if batch is None:
                     break
-                batched = time.monotonic()
                 metrics, new_frames = self.agent.update(batch)
-                self.batch_wait_ms += round(1000 * (batched - started))
-                self.update_ms += round(1000 * (time.monotonic() - batched))
+                self.update_us += (time.perf_counter_ns() - batched) // 1000
                 self.frames.assign_add(new_frames)
                 if not metrics.pop("update_applied"):
                     self.num_skipped_updates += 1
@@ -158,19 +158,21 @@ class Progress:
 
     def _counts(self, frames: int) -> Tuple[int, ...]:
         return (frames, self.batcher.num_batches, self.batcher.num_batched_envs, self.training.num_updates
-                + self.training.num_skipped_updates, self.training.batch_wait_ms, self.training.update_ms)
+                + self.training.num_skipped_updates, self.training.batch_wait_us, self.training.update_us)
 
     def report(self) -> str:
         """Writes every output once and returns the progress line."""
         frames = int(self.training.frames.numpy())
-        span_s, (new_frames, new_batches, new_batched, new_updates, wait_ms, update_ms) = self._window.advance(
+        span_s, (new_frames, new_batches, new_batched, new_updates, wait_us, update_us) = self._window.advance(
             time.monotonic(), self._counts(frames))
+        # The training thread over the window: ms per update, and the share of its time spent waiting
+        # for data; left out of a window it spent inside one long update.
+        training = {"training/batch_wait_share": wait_us / (wait_us + update_us)} if wait_us + update_us else {}
+        if new_updates:
+            training["training/update_ms"] = update_us / 1000 / new_updates
         record = {"time": time.time(), "frames": frames, "total_frames": self.training.total_frames,
                   "frames_per_second": new_frames / span_s,
-                  "inference_batch_size": new_batched / max(new_batches, 1),
-                  # the training thread: ms per update, and the share of its time spent waiting for data
-                  "training/update_ms": update_ms / max(new_updates, 1),
-                  "training/batch_wait_share": wait_ms / max(wait_ms + update_ms, 1),
+                  "inference_batch_size": new_batched / max(new_batches, 1), **training,
                   "updates": self.training.num_updates, "skipped_updates": self.training.num_skipped_updates,
                   "env_frames": self.pipeline.env_steps * self.frames_per_step,
                   **self.agent.data_metrics(), **self.servicer.counters(),

@@ -106,7 +106,8 @@ def test_atari_smoke_trains_checkpoints_and_resumes(tmp_path):
     records = [json.loads(line) for line in (tmp_path / "progress.jsonl").read_text().splitlines()]
     trained = [r for r in records if "loss/total" in r]
     assert trained and all(np.isfinite(r[k]) for r in trained for k in ("loss/total", "loss/policy", "loss/baseline"))
-    assert any(r["training/update_ms"] > 0 for r in trained) and all(0 <= r["training/batch_wait_share"] <= 1 for r in records)
+    assert any(r.get("training/update_ms", 0) > 0 for r in trained)
+    assert all(0 <= r["training/batch_wait_share"] <= 1 for r in records if "training/batch_wait_share" in r)
     assert list((tmp_path / "summaries").iterdir()), "no TensorBoard event files"
 
     # The resumed run makes the same gradient steps with the minibatch loop in one compiled call.

@@ -21,9 +21,9 @@
 # them here with unpack.sh, naming every call's folder, and go on with --resume on either machine
 # (on the same warm host, learn.sh again with --resume: the runs are still in /tmp/lout).
 # REQUIRE_GPU=0 skips the check, for a CPU-only baseline on the same host (with CUDA_VISIBLE_DEVICES=-1).
-# BEFORE="benchmarks/update_loop.py --xla ..." runs that script first, in the same environment (its
-# output in /tmp/back/before.out and on the console; its failure does not stop the learning run), for
-# at most BEFORE_TIMEOUT_S seconds (300).
+# BEFORE="benchmarks/update_loop.py --xla ..." runs that script first, in the same environment, for at
+# most BEFORE_TIMEOUT_S seconds (300); its output goes to /tmp/back/before.out and the console, and its
+# failure does not stop the learning run. Its words are split as a shell would (trusted as ARGS are).
 set -uo pipefail
 T0=$(date +%s)
 BACK_PARTS=${BACK_PARTS:-/tmp/parts_back}
@@ -83,8 +83,8 @@ export TF_FORCE_GPU_ALLOW_GROWTH=true   # learners side by side share the GPU's 
 rm -rf /tmp/back && mkdir -p /tmp/back
 if [[ -n "${BEFORE:-}" ]]; then
   eval "before_args=($BEFORE)"
-  timeout "${BEFORE_TIMEOUT_S:-300}" python3 "${before_args[@]}" 2>&1 | grep -v "oneDNN\|absl::InitializeLog" | tee /tmp/back/before.out
-  echo "learn.sh: BEFORE done after $(( $(date +%s) - T0 )) s"
+  timeout "${BEFORE_TIMEOUT_S:-300}" python3 "${before_args[@]}" 2>&1 | grep --line-buffered -v "oneDNN\|absl::InitializeLog" | tee /tmp/back/before.out
+  echo "learn.sh: BEFORE exited with ${PIPESTATUS[0]} (124: timed out) after $(( $(date +%s) - T0 )) s"
 fi
 if [[ -n "${SEEDS:-}" ]]; then
   RUNS=/tmp/runs_from_seeds && printf -- '--seeds %s\n' $SEEDS > "$RUNS"

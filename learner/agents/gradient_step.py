@@ -7,6 +7,13 @@ import tensorflow as tf
 from seed.settings import require_positive
 
 
+def require_one_device(owner: str, setting: str, strategy: tf.distribute.Strategy) -> None:
+    """Refuses `owner.setting` under a strategy of several replicas, in one line that says what to do."""
+    if strategy.num_replicas_in_sync > 1:
+        raise ValueError(f"{owner}.{setting} works on one device only, not with {strategy.num_replicas_in_sync} "
+                         f"replicas; set it to False or train on one device (create_strategy.kind='none')")
+
+
 class GradientStep:
     """Builds the optimizer's slots at construction (so a checkpoint restores them before the
     first update) and compiles the agent's update function once.
@@ -19,11 +26,8 @@ class GradientStep:
                  jit_compile: bool = False, strategy: tf.distribute.Strategy = None):
         require_positive(owner, max_gradient_norm=max_gradient_norm)
         strategy = strategy or tf.distribute.get_strategy()
-        if jit_compile and strategy.num_replicas_in_sync > 1:
-            # XLA compiles for one device: another replica's variables fail the first step.
-            raise ValueError(f"{owner}.jit_compile works on one device only, not with "
-                             f"{strategy.num_replicas_in_sync} replicas; set it to False or train "
-                             "on one device (create_strategy.kind='none')")
+        if jit_compile:  # XLA compiles for one device: another replica's variables fail the first step.
+            require_one_device(owner, "jit_compile", strategy)
         self.optimizer, self.variables = optimizer, list(variables)
         self.max_gradient_norm, self.jit_compile = max_gradient_norm, jit_compile
         with strategy.scope():
@@ -33,9 +37,11 @@ class GradientStep:
         """`update` as one tf.function (XLA-compiled when `jit_compile`)."""
         return tf.function(update, jit_compile=self.jit_compile)
 
+    METRICS = ("gradient_norm", "update_applied")  # what apply() returns
+
     def apply(self, loss: tf.Tensor, gradients: Sequence[tf.Tensor]) -> Dict[str, tf.Tensor]:
         """Inside the compiled update: clips, applies unless the loss or the norm is not finite, and
-        returns 'gradient_norm' (before clipping) and 'update_applied'."""
+        returns METRICS: 'gradient_norm' (before clipping) and 'update_applied'."""
         gradients, norm = tf.clip_by_global_norm(list(gradients), self.max_gradient_norm)
         finite = tf.math.is_finite(loss) & tf.math.is_finite(norm)
         if finite:

@@ -60,3 +60,17 @@ def test_r2d2_update_is_the_same_with_xla():
         np.testing.assert_allclose(xla_priorities, plain_priorities, rtol=1e-4, atol=1e-6)
         assert xla_metrics["update_applied"]
     assert_same_weights(nets[0][0], nets[1][0])
+
+
+def test_vtrace_minibatch_loop_in_graph_is_the_same_under_xla():
+    """The in-graph loop compiled by XLA (the GPU learner's setting) makes the Python loop's steps."""
+    rng = np.random.default_rng(2)
+    nets = [ActorCriticNetwork(3, (4, 1), "float32", torso="mlp", lstm_units=8) for _ in range(2)]
+    copy_weights(nets[0], nets[1])
+    trainers = [VTraceTrainer(nets[0], sgd()), VTraceTrainer(nets[1], sgd(), jit_compile=True, minibatch_loop_in_graph=True)]
+    batch = random_unrolls(rng, 4, 5, (4, 1), "float32", 3, nets[0].state_size)
+    plain, xla = (trainer.train(batch, 2, 2, np.random.default_rng(5)) for trainer in trainers)
+    for key in ("loss/total", "loss/policy", "gradient_norm", "per_unroll/errors"):
+        np.testing.assert_allclose(xla[key], plain[key], rtol=1e-4, atol=1e-5, err_msg=key)
+    assert xla["update_applied"] and xla["skipped_steps"] == 0
+    assert_same_weights(*nets)

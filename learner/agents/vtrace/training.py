@@ -5,7 +5,7 @@ import gin
 import numpy as np
 import tensorflow as tf
 
-from learner.agents.gradient_step import GradientStep
+from learner.agents.gradient_step import GradientStep, require_one_device
 from learner.agents.policy_losses import episode_masks
 from learner.agents.minibatches import PER_UNROLL_ERRORS, average_steps, epoch_minibatches, train_in_minibatches
 from learner.agents.vtrace import maths as vtrace
@@ -158,11 +158,13 @@ class VTraceTrainer:
         `jit_compile`: have XLA compile the whole update, on one device only (False: on CPU it made the
             update 2x slower); learner/agents/gradient_step.py says when that pays, benchmarks/xla.py measures it.
         `minibatch_loop_in_graph`: run all of a batch's epochs x minibatches gradient steps in one compiled
-            call (False: one call per step). The batch then crosses to the device once, each minibatch is
-            gathered and made time-major there, and the metrics come back once per batch instead of once
-            per step; the steps and their minibatches are the same. It pays where a step's fixed cost (the
-            call from Python, the host-side copies, a device sync per step) rivals its compute, as on a GPU
-            learner; one device only, as `jit_compile`.
+            call (False: one call per step): the steps and their minibatches are the same, but the
+            metrics come back once per batch instead of once per step and no step waits on Python. It pays
+            where a step's fixed cost (the call from Python, host-side copies, a device sync per step)
+            rivals its compute, as on a GPU learner, most with `jit_compile` as well: XLA also compiles
+            the minibatches' gather for the device (TensorFlow has no GPU gather for uint8 frames, so
+            without it they are gathered on the host); on an H200 it made the update 1.3x faster alone
+            and 4.9x with XLA (benchmarks/update_loop.py). One device only, as `jit_compile`.
     """
 
     def __init__(self, agent: ActorCriticNetwork, optimizer, loss: VTraceLoss = None,
@@ -172,10 +174,8 @@ class VTraceTrainer:
         self.optimizer = optimizer
         self.loss = loss or VTraceLoss()
         self.strategy = strategy or tf.distribute.get_strategy()
-        if minibatch_loop_in_graph and self.strategy.num_replicas_in_sync > 1:
-            raise ValueError("VTraceTrainer.minibatch_loop_in_graph works on one device only, not with "
-                             f"{self.strategy.num_replicas_in_sync} replicas; set it to False or train on one "
-                             "device (create_strategy.kind='none')")
+        if minibatch_loop_in_graph:
+            require_one_device("VTraceTrainer", "minibatch_loop_in_graph", self.strategy)
         self.step = GradientStep("VTraceTrainer", optimizer, agent.trainable_variables, max_gradient_norm,
                                  jit_compile, self.strategy)
         self._update = self.step.compile(self._update_impl)
@@ -208,7 +208,7 @@ class VTraceTrainer:
         return {**metrics, **self.step.apply(metrics["loss/total"], gradients), PER_UNROLL_ERRORS: errors}
 
     # What _update_steps_impl records of each step, in this order.
-    STEP_METRICS = (*VTraceLoss.METRICS, "gradient_norm", "update_applied")
+    STEP_METRICS = (*VTraceLoss.METRICS, *GradientStep.METRICS)
 
     def _update_steps_impl(self, unrolls, order):
         """The gradient steps on batch-major `unrolls`, step i on rows order[i]: each step's
@@ -230,9 +230,12 @@ class VTraceTrainer:
         """`epochs` passes of `minibatches` gradient steps over batch-major [B, T+1, ...] unrolls, reshuffled
         every pass (learner/agents/minibatches.py): the steps' metrics averaged, with the last pass's
         PER_UNROLL_ERRORS [B] in batch order."""
-        if self._update_steps is None:
+        if self._update_steps is None or epochs == minibatches == 1:  # one step: one call either way
             return train_in_minibatches(self.update, batch, epochs, minibatches, rng)
         size = len(next(iter(batch.values())))
+        if size % minibatches:
+            raise ValueError(f"a batch of {size} unrolls does not split into {minibatches} equal minibatches; "
+                             "make VTraceAgent.batch_size a multiple of VTraceAgent.minibatches")
         order = np.stack([rows for _ in range(epochs) for rows in epoch_minibatches(size, minibatches, rng)])
         history, errors = self._update_steps(batch, order.astype(np.int32))
         steps = [dict(zip(self.STEP_METRICS, row)) for row in history.numpy()]
