@@ -18,7 +18,8 @@ wall seconds at which it first reached `--threshold` (default: the game's, e.g. 
 `--plot` draws the same from existing run directories (their episodes.csv) or copies of
 episodes.csv files, without training; a copy named RUN_episodes.csv takes its wall times from the
 RUN_segments.json beside it (a copy of the run's learning_segments.json), as its run directory
-would. `--resume` goes on with runs a stopped invocation left (a run stops cleanly on Ctrl-C or
+would; `--x time` draws them over minutes of training instead of frames (the GPU runs' 5-minute goal).
+`--resume` goes on with runs a stopped invocation left (a run stops cleanly on Ctrl-C or
 `kill`, at its last checkpoint): the same command plus `--resume` trains each seed's run to
 `--frames` from where it stopped, and its wall seconds leave out the time between.
 """
@@ -84,9 +85,10 @@ def write_csv(path: str, rows) -> None:
         writer.writerows(rows)
 
 
-def write_plot(path: str, curves: Dict[str, list], game: Optional[str], threshold: Optional[float]) -> None:
+def write_plot(path: str, curves: Dict[str, list], game: Optional[str], threshold: Optional[float],
+               x: str = "frames") -> None:
     try:
-        draw(path, {name: [rows] for name, rows in curves.items()}, "frames", game, threshold)
+        draw(path, {name: [rows] for name, rows in curves.items()}, x, game, threshold)
     except ImportError:
         print("no PNG: matplotlib is missing (pip install -e '.[bench]')", file=sys.stderr)
         return
@@ -242,6 +244,8 @@ def main() -> int:
                         help="go on with the seeds' runs that exist (from their last checkpoint) to --frames")
     parser.add_argument("--plot", nargs="+", metavar="RUN_DIR_OR_CSV",
                         help="only draw these runs' curves (run directories or episodes.csv files)")
+    parser.add_argument("--x", choices=("frames", "time"), default="frames",
+                        help="the plot's x axis: env frames, or minutes of training (the invocations' own time)")
     args = parser.parse_args()
     if args.frames < 1 or args.window < 1 or args.actors < 1 or args.envs < 1:
         parser.error("--frames, --window, --actors and --envs must be positive")
@@ -285,7 +289,7 @@ def main() -> int:
             launched["invocations"] = len(read_segments(logdir))
         print(json.dumps({"benchmark": "learning", "run": name, "game": game, **launched,
                           **summarize(rows, threshold, args.window)}), flush=True)
-    write_plot(os.path.join(args.out, f"{args.label}.png"), curves, game, threshold)
+    write_plot(os.path.join(args.out, f"{args.label}.png"), curves, game, threshold, args.x)
     return 0
 
 

@@ -168,6 +168,9 @@ def test_learning_benchmark_reads_existing_runs_returns_at_frame_marks_and_the_f
     (timed,) = run_benchmark("learning.py", "--plot", str(tmp_path / "copy_episodes.csv"), "--out",
                              str(tmp_path / "out"), "--window", "3", "--label", "copied")
     assert timed["wall_s_to_threshold"] == 5000.0
+    run_benchmark("learning.py", "--plot", str(tmp_path / "copy_episodes.csv"), "--out", str(tmp_path / "out"),
+                  "--label", "by_time", "--x", "time")
+    assert (tmp_path / "out" / "by_time.png").stat().st_size > 0
 
 
 def test_chaos_run_survives_killed_actors_a_killed_learner_and_a_stopped_actor(tmp_path):
