@@ -21,7 +21,9 @@ RUN_segments.json beside it (a copy of the run's learning_segments.json), as its
 would; `--x time` draws them over minutes of training instead of frames (the GPU runs' 5-minute goal).
 `--resume` goes on with runs a stopped invocation left (a run stops cleanly on Ctrl-C or
 `kill`, at its last checkpoint): the same command plus `--resume` trains each seed's run to
-`--frames` from where it stopped, and its wall seconds leave out the time between.
+`--frames` from where it stopped, and its wall seconds leave out the time between. Run
+directories are git-ignored, so `--resume` works only where they were trained; a seed whose
+committed copy has no run directory beside it is refused rather than trained again over it.
 """
 import argparse
 import csv
@@ -267,6 +269,14 @@ def main() -> int:
         if taken and not args.resume:
             parser.error(f"{', '.join(taken)} already exist(s): give another --label or --out, or "
                          "--resume to go on with them (--plot draws existing runs)")
+        # A committed copy without its run directory is a run whose checkpoints are gone (a new
+        # machine or clone): training again from 0 would overwrite that result under the same name.
+        orphaned = [c for c in (os.path.join(args.out, f"{args.label}_seed{s}_episodes.csv") for s in args.seeds)
+                    if os.path.exists(c) and not os.path.exists(c[:-len("_episodes.csv")])]
+        if orphaned:
+            parser.error(f"{', '.join(orphaned)} hold(s) a run whose run directory (the checkpoints --resume "
+                         "needs) is missing: give another --label or --out, or move the copies aside to "
+                         "train that seed again from 0")
         for seed in args.seeds:
             name = f"{args.label}_seed{seed}"
             logdir = os.path.join(args.out, name)

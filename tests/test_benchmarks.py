@@ -124,6 +124,17 @@ def test_learning_benchmark_trains_a_real_run_to_its_frame_budget_and_writes_its
     assert all(a[0] <= b[0] and 0 <= a[1] <= b[1] for a, b in zip(rows, rows[1:]))
 
 
+def test_learning_benchmark_refuses_to_train_over_a_committed_run_whose_run_directory_is_gone(tmp_path):
+    (tmp_path / "smoke_seed3_episodes.csv").write_text(
+        "env_frames,raw_return,clipped_return,length_frames,evaluation,time\n8480,0.0,0.0,524,0,1.0\n")
+    for resume in ([], ["--resume"]):  # a tiny budget, so that a run it wrongly starts ends by itself
+        out = subprocess.run([sys.executable, "benchmarks/learning.py", "classic", "vtrace", "--seeds", "3", "--label",
+                              "smoke", "--out", str(tmp_path), "--actors", "1", "--frames", "1000", *resume],
+                             cwd=REPO_ROOT, env=child_env(), capture_output=True, text=True, timeout=300)
+        assert out.returncode == 2 and "smoke_seed3_episodes.csv" in out.stderr, out.stderr[-2000:]
+        assert "run directory" in out.stderr and not (tmp_path / "smoke_seed3").exists()
+
+
 def test_learning_benchmark_counts_only_the_time_its_invocations_trained():
     sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
     from learning import training_seconds
