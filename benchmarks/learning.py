@@ -265,14 +265,15 @@ def main() -> int:
         runs = [(run_name(d), d) for d in args.plot]
     else:
         runs = []
-        taken = [d for d in (os.path.join(args.out, f"{args.label}_seed{s}") for s in args.seeds) if os.path.exists(d)]
+        logdirs = [os.path.join(args.out, f"{args.label}_seed{s}") for s in args.seeds]
+        taken = [d for d in logdirs if os.path.exists(d)]
         if taken and not args.resume:
             parser.error(f"{', '.join(taken)} already exist(s): give another --label or --out, or "
                          "--resume to go on with them (--plot draws existing runs)")
         # A committed copy without its run directory is a run whose checkpoints are gone (a new
         # machine or clone): training again from 0 would overwrite that result under the same name.
-        orphaned = [c for c in (os.path.join(args.out, f"{args.label}_seed{s}_episodes.csv") for s in args.seeds)
-                    if os.path.exists(c) and not os.path.exists(c[:-len("_episodes.csv")])]
+        orphaned = [d + "_episodes.csv" for d in logdirs  # the copy copy_out writes
+                    if os.path.exists(d + "_episodes.csv") and not os.path.exists(d)]
         if orphaned:
             parser.error(f"{', '.join(orphaned)} hold(s) a run whose run directory (the checkpoints --resume "
                          "needs) is missing: give another --label or --out, or move the copies aside to "
