@@ -97,11 +97,19 @@ def write_plot(path: str, curves: Dict[str, list], game: Optional[str], threshol
     print(f"wrote {path}", file=sys.stderr)
 
 
+EPISODES_COPY_SUFFIX = "_episodes.csv"
+
+
+def episodes_copy(logdir: str) -> str:
+    """Where copy_out puts a run directory's episodes: the RUN_episodes.csv a result commits."""
+    return logdir + EPISODES_COPY_SUFFIX
+
+
 def segments_path(run: str) -> str:
     """A run directory's segments; for a RUN_episodes.csv copied out of one, the RUN_segments.json
     copied beside it, so that its curve's wall times are the run's own."""
-    if run.endswith("_episodes.csv"):
-        return run[: -len("_episodes.csv")] + "_segments.json"
+    if run.endswith(EPISODES_COPY_SUFFIX):
+        return run[: -len(EPISODES_COPY_SUFFIX)] + "_segments.json"
     return os.path.join(run, "learning_segments.json")
 
 
@@ -133,7 +141,7 @@ def copy_out(logdir: str) -> str:
     episodes = os.path.join(logdir, "episodes.csv")
     if not os.path.exists(episodes):
         return logdir
-    copy = logdir + "_episodes.csv"
+    copy = episodes_copy(logdir)
     for source, target in ((episodes, copy), (segments_path(logdir), segments_path(copy))):
         if os.path.exists(source):
             shutil.copyfile(source, target + ".tmp")
@@ -272,8 +280,8 @@ def main() -> int:
                          "--resume to go on with them (--plot draws existing runs)")
         # A committed copy without its run directory is a run whose checkpoints are gone (a new
         # machine or clone): training again from 0 would overwrite that result under the same name.
-        orphaned = [d + "_episodes.csv" for d in logdirs  # the copy copy_out writes
-                    if os.path.exists(d + "_episodes.csv") and not os.path.exists(d)]
+        orphaned = [episodes_copy(d) for d in logdirs
+                    if os.path.exists(episodes_copy(d)) and not os.path.exists(d)]
         if orphaned:
             parser.error(f"{', '.join(orphaned)} hold(s) a run whose run directory (the checkpoints --resume "
                          "needs) is missing: give another --label or --out, or move the copies aside to "
