@@ -9,6 +9,9 @@
 #
 # Options:
 #   --game NAME          Atari game (default Pong) or gymnasium env id (default CartPole-v1)
+#   --frames N           frame budget: env frames to train, e.g. 10M, 500k or 2_000_000 (default: the
+#                        config's run_learner.total_environment_frames; 10M for Atari). The learning-rate
+#                        schedule has its own horizon (run_learner.schedule_frames), so N moves the stop only
 #   --logdir DIR         run directory; default: resume the newest runs/<game>_<agent>_* with a
 #                        checkpoint (else the newest), or start one
 #   --new                start a new run directory instead of resuming the newest
@@ -44,12 +47,18 @@ if [[ ! -f "$CONFIG" ]]; then
   die "no config for ENV '$ENV_NAME' and AGENT '$AGENT' ($CONFIG); available: $available"
 fi
 
-GAME="" LOGDIR="" NEW=0 TENSORBOARD=0
+GAME="" LOGDIR="" NEW=0 TENSORBOARD=0 FRAMES=""
 GIN_ARGS=(--gin_config "$CONFIG")
 CONFIGS=("$CONFIG")
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --game) GAME=${2:?--game needs a name}; shift 2 ;;
+    --frames)
+      FRAMES=${2:?--frames needs a number of env frames, e.g. 10M}; shift 2
+      [[ "$FRAMES" =~ ^([0-9][0-9_]*)([kKmM]?)$ ]] || die "--frames takes env frames like 10M, 500k or 2_000_000, got '$FRAMES'"
+      FRAMES=${BASH_REMATCH[1]//_/}
+      case "${BASH_REMATCH[2]}" in k|K) FRAMES=$((FRAMES * 1000)) ;; m|M) FRAMES=$((FRAMES * 1000000)) ;; esac
+      (( FRAMES > 0 )) || die "--frames must be more than 0" ;;
     --logdir) LOGDIR=${2:?--logdir needs a directory}; shift 2 ;;
     --new) NEW=1; shift ;;
     --tensorboard) TENSORBOARD=1; shift ;;
@@ -82,6 +91,7 @@ else
   [[ -n "$GAME" ]] || die "$CONFIG sets no GAME macro (GAME = 'Name'); every env family's config needs one"
 fi
 GIN_ARGS+=(--gin_bindings "run_actor.num_envs=$ENVS_PER_ACTOR")
+[[ -n "$FRAMES" ]] && GIN_ARGS+=(--gin_bindings "run_learner.total_environment_frames=$FRAMES")
 
 # --- --docker: build the image and run this same command inside it
 if [[ $DOCKER == 1 ]]; then

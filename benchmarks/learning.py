@@ -171,7 +171,7 @@ def train(args, seed: int, logdir: str) -> None:
     """One run_local.sh run until `args.frames` environment frames, or on from its checkpoint."""
     resuming = os.path.exists(logdir)
     command = [os.path.join(REPO, "run_local.sh"), args.env, args.agent, str(args.actors), str(args.envs),
-               "--logdir", logdir, "--gin_bindings", f"run_learner.seed={seed}",
+               "--logdir", logdir, "--frames", str(args.frames), "--gin_bindings", f"run_learner.seed={seed}",
                "--gin_bindings", f"run_actor.seed={seed}"] + ([] if resuming else ["--new"])
     if args.game:
         command += ["--game", args.game]
@@ -245,7 +245,9 @@ def main() -> int:
     parser.add_argument("--gin_config", action="append", default=[], help="extra gin file (repeatable)")
     parser.add_argument("--gin_bindings", action="append", default=[], help="for both roles (repeatable)")
     parser.add_argument("--label", default="default", help="names the runs, their CSVs and the PNG")
-    parser.add_argument("--out", default=os.path.join(REPO, "benchmarks", "results", "learning"))
+    parser.add_argument("--out", default=os.path.join(REPO, "runs", "learning"),
+                        help="where the run directories and their curves go (publish a result into "
+                             "benchmarks/results/ with benchmarks/report.py publish)")
     parser.add_argument("--threshold", type=float, default=None, help="default: the game's (Pong +18)")
     parser.add_argument("--window", type=int, default=100, help="episodes in the mean return")
     parser.add_argument("--timeout_s", type=float, default=6 * 3600, help="stops a run after this long")

@@ -247,7 +247,8 @@ def set_tf_threads(intra_op: int, inter_op: int) -> None:
 @gin.configurable(denylist=["logdir", "address", "stop"])
 def run_learner(logdir: str, address: str, stop: threading.Event, *, agent=VTraceAgent,
                 inference_batch_size: int = 64, batch_timeout_ms: float = 10.0, num_stacked_frames: int = 4,
-                reward_clipping: str = "abs_one", total_environment_frames: int = 200_000_000,
+                reward_clipping: str = "abs_one", total_environment_frames: int = 10_000_000,
+                schedule_frames: Optional[int] = None,
                 max_env_slots: int = 256, max_actors: int = 64, max_message_bytes: int = 64 << 20,
                 checkpoint_interval_s: float = 60.0, progress_interval_s: float = 5.0,
                 max_consecutive_skipped_updates: int = 100, actor_idle_timeout_s: float = 300.0,
@@ -270,8 +271,11 @@ def run_learner(logdir: str, address: str, stop: threading.Event, *, agent=VTrac
             'soft_asymmetric': IMPALA's 5 tanh(r / 5), times 0.3 for negative rewards; 'none');
             reported returns stay raw. atari_r2d2.gin sets 'none': R2D2 rescales values instead.
         `total_environment_frames`: the frame budget, in env frames (agent steps x frame_skip) that updates
-            account for (200M; 1M in classic_*.gin): V-trace's fresh frames trained on, R2D2's frames
-            inserted into replay. Both agents' learning-rate schedules span it.
+            account for; the run stops there (10M; 1M in classic_*.gin; --frames N in run_local.sh): V-trace's
+            and PPO's fresh frames trained on, R2D2's and SAC's frames inserted into replay.
+        `schedule_frames`: the env frames the learning-rate (and PPO's entropy) schedules span (None: the
+            budget). Set apart from the budget so that a longer or shorter run learns the same way up to
+            its stop: atari_vtrace.gin and atari_r2d2.gin keep 200M, the horizon of their published curves.
         `max_env_slots`: most envs connected at once over all actors, each holding a slot of frame stacks,
             core state and a partial unroll (256); an actor whose envs find no free slots is refused.
         `max_actors`: most actor streams at once (64); more are refused with RESOURCE_EXHAUSTED and retry.
@@ -312,6 +316,8 @@ def run_learner(logdir: str, address: str, stop: threading.Event, *, agent=VTrac
                      actor_idle_timeout_s=actor_idle_timeout_s)
     require_non_negative("run_learner", batch_timeout_ms=batch_timeout_ms,
                          total_environment_frames=total_environment_frames)
+    if schedule_frames is not None:
+        require_positive("run_learner", schedule_frames=schedule_frames)
     set_tf_threads(tf_intra_op_threads, tf_inter_op_threads)
     strategy = create_strategy()  # before any other TensorFlow op
     auth_token = read_auth_token(auth_token_env, auth_token_file)
@@ -333,7 +339,8 @@ def run_learner(logdir: str, address: str, stop: threading.Event, *, agent=VTrac
         raise ValueError(f"run_learner.agent: {agent.__name__} acts in {' or '.join(agent.action_kinds)} "
                          f"action spaces; this env has {spec.action.describe()} (agents for them: "
                          f"{takers or 'none yet'})")
-    agent = agent(AgentContext(spec, num_stacked_frames, max_env_slots, total_environment_frames, stop, strategy))
+    agent = agent(AgentContext(spec, num_stacked_frames, max_env_slots, schedule_frames or total_environment_frames,
+                               stop, strategy))
     frames = tf.Variable(0, dtype=tf.int64, name="environment_frames")
     checkpointer = Checkpointer(os.path.join(logdir, "checkpoints"), environment_frames=frames,
                                 sidecars=agent.checkpoint_sidecars(), **agent.trackables())

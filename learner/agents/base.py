@@ -37,14 +37,15 @@ class AgentContext:
 
     `spec`: the env family's observation and action spec. `num_stacked_frames`: frames the
     learner stacks into each observation. `max_slots`: env slots (rows of every per-env table).
-    `total_environment_frames`: the run's budget, for learning-rate schedules.
+    `schedule_frames`: the env frames the agent's schedules (learning rate, entropy, replay exponents)
+    span: run_learner.schedule_frames, else the run's budget; never the stop itself.
     `stop`: set when the learner stops; blocking calls return on it.
     `strategy`: the tf.distribute strategy to create variables under (only agents that
     declare `supports_strategy` get one with several replicas)."""
     spec: EnvSpec
     num_stacked_frames: int
     max_slots: int
-    total_environment_frames: int
+    schedule_frames: int
     stop: threading.Event
     strategy: Optional[tf.distribute.Strategy] = None
 

@@ -72,7 +72,7 @@ class PPOAgent:
         self.recompute_advantages = recompute_advantages
         self.frames_per_update = batch_size * unroll_length * spec.frames_per_step
         self.network = self.build_network(spec, context.num_stacked_frames)
-        num_training_steps = context.total_environment_frames // self.frames_per_update * epochs * minibatches
+        num_training_steps = context.schedule_frames // self.frames_per_update * epochs * minibatches
         self.optimizer = create_optimizer(num_training_steps=num_training_steps)
         if self.network.state_size and batch_size % minibatches:
             raise ValueError(f"PPOAgent.batch_size={batch_size} does not split into minibatches={minibatches} "

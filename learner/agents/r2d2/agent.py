@@ -113,7 +113,7 @@ class R2D2Agent:
         # The schedule's horizon: gradient steps over the run at the replay ratio (sequences sampled per
         # sequence inserted), each sampling batch_size sequences of unroll_length new agent steps.
         self.optimizer = create_optimizer(num_training_steps=int(
-            context.total_environment_frames / spec.frames_per_step / unroll_length * replay_ratio / batch_size))
+            context.schedule_frames / spec.frames_per_step / unroll_length * replay_ratio / batch_size))
         self.trainer = R2D2Trainer(self.network, self.target_network, self.optimizer, burn_in=burn_in)
         self.unroll_length = unroll_length
         self.frames_per_step = spec.frames_per_step

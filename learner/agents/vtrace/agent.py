@@ -99,13 +99,13 @@ class VTraceAgent:
         sources = sources or {"queue": 1.0}
         self.data = UnrollMix(self.queue, sources, batch_size, replay_capacity, min_replay_unrolls,
                               seed=numpy_seed(), encode=self._encode,
-                              total_fresh_unrolls=context.total_environment_frames // self.frames_per_unroll,
+                              total_fresh_unrolls=context.schedule_frames // self.frames_per_unroll,
                               features=replay_features)
         # The fresh frames of a mixed batch (the learning-rate schedule and benchmarks count by it).
         self.frames_per_update = self.data.fresh_per_batch * self.frames_per_unroll
         with strategy.scope():
             self.optimizer = create_optimizer(
-                num_training_steps=context.total_environment_frames // self.frames_per_update * epochs * minibatches)
+                num_training_steps=context.schedule_frames // self.frames_per_update * epochs * minibatches)
         self.trainer = VTraceTrainer(self.network, self.optimizer, strategy=strategy)
         self.batch_size = batch_size
         self.epochs = epochs
