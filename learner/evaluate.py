@@ -26,7 +26,7 @@ def parse_args(argv):
     parser.add_argument("--json", default=None, help="also write the results to this file")
     parser.add_argument("--video", default=None, metavar="FILE.mp4",
                         help="record the first env's first episode, as the agent sees it (image envs; needs "
-                             "the `video` extra: pip install seed[video])")
+                             "the `video` extra: .venv/bin/pip install -e '.[video]' in the checkout)")
     add_gin_flags(parser)
     args = parser.parse_args(argv)
     for name in ("episodes", "num_envs"):
@@ -89,7 +89,7 @@ class VideoWriter:
         try:
             import cv2
         except ImportError:
-            raise ValueError("--video needs OpenCV: pip install 'seed[video]'") from None
+            raise ValueError("--video needs OpenCV: .venv/bin/pip install -e '.[video]' in the checkout") from None
         self._cv2, self._scale = cv2, scale
         height, width = spec.observation_shape
         self._writer = cv2.VideoWriter(path, cv2.VideoWriter_fourcc(*"mp4v"), fps,

@@ -8,7 +8,7 @@ Each RUN is a run directory (its episodes.csv) or a copy of an episodes.csv; `LA
 names a group, drawn as the mean over its runs with the band between their lowest and highest
 curve. The y axis is the mean raw return over the last `--window` training episodes (evaluation
 episodes are left out); the x axis is environment frames stepped (frame skip 4 on Atari) or, with
-`--x time`, wall time since the run's first episode. Needs matplotlib (pip install 'seed[plot]').
+`--x time`, wall time since the run's first episode. Needs matplotlib (.venv/bin/pip install -e '.[plot]' in the checkout).
 """
 import argparse
 import csv
@@ -17,7 +17,7 @@ import sys
 from typing import Dict, List, Optional, Sequence, Tuple
 
 # Public learning curves, (environment frames with frame skip 4 on Atari, mean return); sources in
-# benchmarks/README.md and LEARNING.md: CleanRL's and rl_games' reports, RLlib's tuned examples.
+# the experiment record (benchmarks/experiments/): CleanRL's and rl_games' reports, RLlib's tuned examples.
 REFERENCES: Dict[str, Dict[str, List[Tuple[int, float]]]] = {
     "Pong": {"CleanRL PPO, 8 envs": [(10_000_000, 15.0), (20_000_000, 19.5), (40_000_000, 20.4)],
              "rl_games + EnvPool PPO, 64 envs": [(3_300_000, 14.2), (6_600_000, 19.4), (16_400_000, 19.8)],
@@ -168,7 +168,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         draw(args.out, groups, args.x, args.reference, args.threshold, args.title)
     except ImportError:
-        parser.error("seed-plot needs matplotlib: pip install 'seed[plot]'")
+        parser.error("seed-plot needs matplotlib: .venv/bin/pip install -e '.[plot]' in the checkout")
     print(f"wrote {args.out}")
     return 0
 

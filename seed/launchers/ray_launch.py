@@ -7,7 +7,7 @@ have the CPUs for them (round robin; the learner's node only when no other
 node can take them). Each role runs as a `python -m learner|actors` child of a
 small Ray actor on its node, so this module imports neither role. An actor
 whose process dies from a signal is restarted in place; one whose Ray actor or
-node is lost is placed again. Needs `pip install seed[ray]`.
+node is lost is placed again. Needs `.venv/bin/pip install -e '.[ray]' in the checkout`.
 
     seed-ray --address auto --num_actors 16 --learner_gpus 1 --gin_config atari_vtrace.gin
 """
@@ -28,7 +28,7 @@ def _ray():
     try:
         import ray
     except ImportError:
-        raise SystemExit("seed-ray needs Ray: pip install 'seed[ray]'") from None
+        raise SystemExit("seed-ray needs Ray: .venv/bin/pip install -e '.[ray]' in the checkout") from None
     return ray
 
 
