@@ -15,6 +15,12 @@
 #   --logdir DIR         run directory; default: resume the newest runs/<game>_<agent>_* with a
 #                        checkpoint (else the newest), or start one
 #   --new                start a new run directory instead of resuming the newest
+#   --resume_with_changes  resume although the settings asked for differ from the run's (else refused)
+#   --gpu                the learner on this machine's NVIDIA GPU: installs TensorFlow's CUDA wheels into
+#                        .venv once (the gpu extra) and binds run_learner.device='gpu' (refused at start,
+#                        saying why, when no GPU is usable); with --docker, the GPU image and --gpus all
+#   --verbose            every log line on the terminal (TensorFlow's start-up too), not only the
+#                        progress line, the start-up summary, warnings and errors
 #   --gin_config FILE    extra gin file, applied after seed/configs/<ENV>_<AGENT>.gin (repeatable)
 #   --gin_bindings B     gin binding for both roles (repeatable)
 #   --tensorboard        also start TensorBoard on a free loopback port for this run (stops with it)
@@ -47,7 +53,7 @@ if [[ ! -f "$CONFIG" ]]; then
   die "no config for ENV '$ENV_NAME' and AGENT '$AGENT' ($CONFIG); available: $available"
 fi
 
-GAME="" LOGDIR="" NEW=0 TENSORBOARD=0 FRAMES=""
+GAME="" LOGDIR="" NEW=0 TENSORBOARD=0 FRAMES="" GPU=0 VERBOSE=0 RESUME_WITH_CHANGES=0
 GIN_ARGS=(--gin_config "$CONFIG")
 CONFIGS=("$CONFIG")
 while [[ $# -gt 0 ]]; do
@@ -61,6 +67,9 @@ while [[ $# -gt 0 ]]; do
       (( FRAMES > 0 )) || die "--frames must be more than 0" ;;
     --logdir) LOGDIR=${2:?--logdir needs a directory}; shift 2 ;;
     --new) NEW=1; shift ;;
+    --resume_with_changes) RESUME_WITH_CHANGES=1; shift ;;
+    --gpu) GPU=1; shift ;;
+    --verbose) VERBOSE=1; shift ;;
     --tensorboard) TENSORBOARD=1; shift ;;
     --gin_config) GIN_ARGS+=(--gin_config "${2:?--gin_config needs a file}"); CONFIGS+=("$2"); shift 2 ;;
     --gin_bindings)
@@ -92,42 +101,44 @@ else
 fi
 GIN_ARGS+=(--gin_bindings "run_actor.num_envs=$ENVS_PER_ACTOR")
 [[ -n "$FRAMES" ]] && GIN_ARGS+=(--gin_bindings "run_learner.total_environment_frames=$FRAMES")
+[[ $GPU == 1 ]] && GIN_ARGS+=(--gin_bindings "run_learner.device='gpu'")
+ROLE_ARGS=()
+[[ $VERBOSE == 1 ]] && ROLE_ARGS+=(--verbose)
+LEARNER_ARGS=("${ROLE_ARGS[@]}")
+[[ $RESUME_WITH_CHANGES == 1 ]] && LEARNER_ARGS+=(--resume_with_changes)
 
 # --- --docker: build the image and run this same command inside it
 if [[ $DOCKER == 1 ]]; then
   ENGINE=${SEED_CONTAINER_ENGINE:-docker}
   command -v "$ENGINE" >/dev/null || die "--docker needs '$ENGINE' on PATH (install Docker, or set SEED_CONTAINER_ENGINE=podman)"
   "$ENGINE" info >/dev/null 2>&1 || die "--docker: '$ENGINE' cannot reach a container engine (is the daemon running?); without --docker the job runs natively"
-  IMAGE=${SEED_IMAGE:-seed:cpu}
+  VARIANT=cpu GPU_RUN_ARGS=()
+  if [[ $GPU == 1 ]]; then
+    VARIANT=gpu
+    # Docker's NVIDIA container toolkit takes --gpus; podman takes the CDI device it generates.
+    if [[ "$ENGINE" == *podman* ]]; then GPU_RUN_ARGS=(--device nvidia.com/gpu=all); else GPU_RUN_ARGS=(--gpus all); fi
+  fi
+  IMAGE=${SEED_IMAGE:-seed:$VARIANT}
   # Extra engine arguments, split on spaces: SEED_BUILD_ARGS for the build (an offline base image and
   # wheels: docker/build_offline.sh), SEED_RUN_ARGS for the run (e.g. --network host).
   read -ra BUILD_ARGS <<< "${SEED_BUILD_ARGS:-}"
   read -ra RUN_ARGS <<< "${SEED_RUN_ARGS:-}"
   echo "run_local.sh: building $IMAGE from docker/Dockerfile" >&2
-  "$ENGINE" build "${BUILD_ARGS[@]}" -f docker/Dockerfile -t "$IMAGE" .
+  "$ENGINE" build "${BUILD_ARGS[@]}" --build-arg "VARIANT=$VARIANT" -f docker/Dockerfile -t "$IMAGE" .
   mkdir -p runs
   TTY=(); [[ -t 0 ]] && TTY=(-it)
   # --init forwards Ctrl-C to run_local.sh inside; runs/ stays on the host, owned by this user.
-  exec "$ENGINE" run --rm --init "${TTY[@]}" "${RUN_ARGS[@]}" --user "$(id -u):$(id -g)" -e HOME=/tmp \
+  exec "$ENGINE" run --rm --init "${TTY[@]}" "${GPU_RUN_ARGS[@]}" "${RUN_ARGS[@]}" --user "$(id -u):$(id -g)" -e HOME=/tmp \
     -v "$PWD/runs:/app/runs" "$IMAGE" ./run_local.sh "${ARGS[@]}"
 fi
 
 # --- environment: a .venv with seed installed, refreshed when setup.cfg changes
-PYTHON_BIN=${SEED_PYTHON:-python3}
-if [[ "${SEED_NO_VENV:-0}" == 1 ]]; then
-  PY=$PYTHON_BIN
-elif [[ ! -x .venv/bin/python ]]; then
-  echo "run_local.sh: creating .venv (first run; installs TensorFlow, ale-py, ... once)" >&2
-  "$PYTHON_BIN" -m venv .venv
-fi
-if [[ "${SEED_NO_VENV:-0}" != 1 ]]; then  # (an image has seed installed and no setup.cfg)
-  STAMP=.venv/.seed-installed
-  WANT=$(cat setup.cfg pyproject.toml | cksum)
-  if [[ ! -f "$STAMP" || "$(cat "$STAMP")" != "$WANT" ]]; then
-    .venv/bin/python -m pip install -q --upgrade pip >&2
-    .venv/bin/python -m pip install -q -e . >&2
-    echo "$WANT" > "$STAMP"
-  fi
+if [[ "${SEED_NO_VENV:-0}" == 1 ]]; then  # (an image has seed installed and no setup.cfg)
+  PY=${SEED_PYTHON:-python3}
+else
+  # shellcheck source=seed/venv.sh
+  source seed/venv.sh
+  ensure_venv run_local.sh "$([[ $GPU == 1 ]] && echo gpu)"
   PY=.venv/bin/python
 fi
 
@@ -207,8 +218,19 @@ failed_at_start() {
   exit $(( code == 0 ? 1 : code ))
 }
 
-"$PY" -m learner --logdir "$LOGDIR" --address 127.0.0.1:0 "${GIN_ARGS[@]}" &
-LEARNER=$!
+# TensorFlow's native start-up lines (CUDA probing, CPU features) come before its log level is read;
+# without --verbose they are dropped here, and every other line of the learner's stderr passes.
+TF_NOISE='^WARNING: All log messages before absl::InitializeLog|^[IW][0-9]{4} [0-9:.]+ +[0-9]+ [a-z_]+\.cc:[0-9]+\]|^To enable the following instructions:|cuda_platform\.cc:[0-9]+\] failed call to cuInit'
+start_learner() {
+  if [[ $VERBOSE == 1 ]]; then
+    "$PY" -m learner --logdir "$LOGDIR" --address "$1" "${LEARNER_ARGS[@]}" "${GIN_ARGS[@]}" &
+  else
+    "$PY" -m learner --logdir "$LOGDIR" --address "$1" "${LEARNER_ARGS[@]}" "${GIN_ARGS[@]}" \
+      2> >(grep --line-buffered -Ev "$TF_NOISE" >&2) &
+  fi
+  LEARNER=$!
+}
+start_learner 127.0.0.1:0
 PIDS+=("$LEARNER")
 for _ in $(seq 1200); do
   [[ -f "$LOGDIR/learner_address" ]] && break
@@ -218,7 +240,7 @@ done
 [[ -f "$LOGDIR/learner_address" ]] || { stop_all; die "learner did not start listening within 120 s"; }
 ADDRESS=$(cat "$LOGDIR/learner_address")
 for ((i = 0; i < NUM_ACTORS; i++)); do
-  "$PY" -m actors --logdir "$LOGDIR" --learner_address "$ADDRESS" --actor_index "$i" "${GIN_ARGS[@]}" \
+  "$PY" -m actors --logdir "$LOGDIR" --learner_address "$ADDRESS" --actor_index "$i" "${ROLE_ARGS[@]}" "${GIN_ARGS[@]}" \
     >"$LOGDIR/logs/actor_$i.stdout" 2>&1 &
   PIDS+=("$!")
 done
@@ -274,8 +296,7 @@ while true; do
   echo "run_local.sh: the learner died ($REASON); restarting it from its latest checkpoint on $ADDRESS" \
        "(restart $RESTARTS of $MAX_RESTARTS; its log: $LOGDIR/logs)" >&2
   rm -f "$LOGDIR/learner_address"
-  "$PY" -m learner --logdir "$LOGDIR" --address "$ADDRESS" "${GIN_ARGS[@]}" &
-  LEARNER=$!
+  start_learner "$ADDRESS"
   PIDS[0]=$LEARNER
 done
 set -e

@@ -17,6 +17,7 @@ def parse_args(argv):
     parser.add_argument("--actor_index", type=int, default=0,
                         help="this actor's number; names it and seeds its envs")
     parser.add_argument("--logdir", default=None, help="run directory; logs go to LOGDIR/logs/actor_N.log")
+    parser.add_argument("--verbose", action="store_true", help="every INFO line on stderr too, not only warnings")
     args = parser.parse_args(argv)
     problem = address_problem(args.learner_address, port_0_ok=False)
     if problem:
@@ -30,10 +31,7 @@ def main(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     from seed import gin_setup
     stop = process.stop_on_signals()
-    if args.logdir:
-        process.setup_logging(args.logdir, f"actor_{args.actor_index}")
-    else:
-        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    process.setup_logging(args.logdir, f"actor_{args.actor_index}", args.verbose)
     from actors.actor import run_actor
     gin_setup.parse(args.gin_config, args.gin_bindings, skip_unknown=True)
     try:

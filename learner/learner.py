@@ -17,6 +17,7 @@ from learner.agents import AgentContext, VTraceAgent
 from learner.agents.base import action_kind, agents_that
 from learner.batcher import InferenceBatcher
 from learner.checkpoints import Checkpointer
+from learner.devices import select_device
 from learner.distribution import create_strategy
 from learner.inference import InferencePipeline
 from learner.optimizers import current_learning_rate
@@ -25,6 +26,7 @@ from learner.tracking import WandbTracker
 from seed import envs as seed_envs
 from seed.auth import read_auth_token, server_credentials
 from seed.gin_setup import save_operative_config
+from seed.process import CONSOLE
 from seed.rewards import check_reward_clipping
 from seed.settings import require_non_negative, require_positive
 
@@ -122,6 +124,21 @@ class EpisodeLog:
         return 0
 
 
+class TimeLeft:
+    """Seconds left to the budget at the rate of the last `window_s` (5 minutes): one line's rate swings
+    with every checkpoint and replay refill and would make the estimate jump by hours, and the first
+    lines' warm-up would make it far too long."""
+
+    def __init__(self, interval_s: float, now: float, frames: int, window_s: float = 300.0):
+        self._points = collections.deque([(now, frames)], maxlen=max(2, int(window_s / interval_s) + 1))
+
+    def advance(self, now: float, frames: int, total_frames: int) -> Optional[float]:
+        self._points.append((now, frames))
+        (start_s, start_frames) = self._points[0]
+        rate = (frames - start_frames) / max(now - start_s, 1e-9)
+        return (total_frames - frames) / rate if rate > 0 and frames < total_frames else None
+
+
 class RateWindow:
     """The span and counter changes a progress line's rates are taken over: since the last
     report, or since the one before when that is under `min_span_s` (the last line at
@@ -155,6 +172,7 @@ class Progress:
         self.num_episodes = 0
         self.tracker = None  # a WandbTracker when run_learner.wandb_project is set
         self._window = RateWindow(interval_s / 2, time.monotonic(), self._counts(int(training.frames.numpy())))
+        self._time_left = TimeLeft(interval_s, time.monotonic(), int(training.frames.numpy()))
 
     def _counts(self, frames: int) -> Tuple[int, ...]:
         return (frames, self.batcher.num_batches, self.batcher.num_batched_envs, self.training.num_updates
@@ -172,6 +190,7 @@ class Progress:
             training["training/update_ms"] = update_us / 1000 / new_updates
         record = {"time": time.time(), "frames": frames, "total_frames": self.training.total_frames,
                   "frames_per_second": new_frames / span_s,
+                  "seconds_left": self._time_left.advance(time.monotonic(), frames, self.training.total_frames),
                   "inference_batch_size": new_batched / max(new_batches, 1), **training,
                   "updates": self.training.num_updates, "skipped_updates": self.training.num_skipped_updates,
                   "env_frames": self.pipeline.env_steps * self.frames_per_step,
@@ -181,7 +200,8 @@ class Progress:
         with self.writer.as_default(step=frames):
             self._drain_episodes()
             for name, value in record.items():
-                if name not in ("time", "frames", "total_frames", "env_frames", "updates", "skipped_updates"):
+                if name not in ("time", "frames", "total_frames", "env_frames", "updates", "skipped_updates",
+                                "seconds_left"):
                     tf.summary.scalar(name, value)
         self.writer.flush()
         record["episodes"] = self.num_episodes
@@ -221,8 +241,9 @@ def format_progress(record, num_returns: int, data: str) -> str:
     def mean(name):
         return "n/a" if record.get(name) is None else f"{record[name]:.1f}"
 
-    frames, total, rate = record["frames"], record["total_frames"], record["frames_per_second"]
-    left = f"{format_duration((total - frames) / rate)} left" if rate > 0 and frames < total else "n/a left"
+    frames, total, rate, seconds_left = (record["frames"], record["total_frames"], record["frames_per_second"],
+                                         record.get("seconds_left"))
+    left = f"{format_duration(seconds_left)} left" if seconds_left is not None and frames < total else "n/a left"
     losses = " ".join(f"{k[5:]} {v:+.3f}" for k, v in record.items() if k.startswith("loss/") and k != "loss/total")
     evaluation = (f" | eval return {mean('mean_evaluation_return_last_100')}"
                   if "mean_evaluation_return_last_100" in record else "")
@@ -248,7 +269,7 @@ def set_tf_threads(intra_op: int, inter_op: int) -> None:
 def run_learner(logdir: str, address: str, stop: threading.Event, *, agent=VTraceAgent,
                 inference_batch_size: int = 64, batch_timeout_ms: float = 10.0, num_stacked_frames: int = 4,
                 reward_clipping: str = "abs_one", total_environment_frames: int = 10_000_000,
-                schedule_frames: Optional[int] = None,
+                schedule_frames: Optional[int] = None, device: str = "auto",
                 max_env_slots: int = 256, max_actors: int = 64, max_message_bytes: int = 64 << 20,
                 checkpoint_interval_s: float = 60.0, progress_interval_s: float = 5.0,
                 max_consecutive_skipped_updates: int = 100, actor_idle_timeout_s: float = 300.0,
@@ -260,8 +281,8 @@ def run_learner(logdir: str, address: str, stop: threading.Event, *, agent=VTrac
     """Serves actors and trains `agent` until the frame budget or `stop`; returns a process exit code.
 
     Settings:
-        `agent`: the agent to train, any registered in learner/agents/ (@VTraceAgent; also @R2D2Agent, and
-            @FixedActionAgent, which answers action 0 and never trains).
+        `agent`: the agent to train, any registered in learner/agents/ (@VTraceAgent; also @R2D2Agent, @PPOAgent,
+            @SACAgent, and @FixedActionAgent, which answers action 0 and never trains).
         `inference_batch_size`: most env steps per policy call (64); a batch is also complete once every
             connected env is in it.
         `batch_timeout_ms`: longest wait for a full batch after its first request, milliseconds (10); capped
@@ -276,6 +297,9 @@ def run_learner(logdir: str, address: str, stop: threading.Event, *, agent=VTrac
         `schedule_frames`: the env frames the learning-rate (and PPO's entropy) schedules span (None: the
             budget). Set apart from the budget so that a longer or shorter run learns the same way up to
             its stop: atari_vtrace.gin and atari_r2d2.gin keep 200M, the horizon of their published curves.
+        `device`: where inference and training run: 'auto' (a GPU when TensorFlow sees one, else the CPU),
+            'cpu', or 'gpu' (refused at start, saying why, when no GPU is usable; run_local.sh --gpu installs
+            TensorFlow's CUDA wheels and binds it) ('auto'). The learner says at start which it is.
         `max_env_slots`: most envs connected at once over all actors, each holding a slot of frame stacks,
             core state and a partial unroll (256); an actor whose envs find no free slots is refused.
         `max_actors`: most actor streams at once (64); more are refused with RESOURCE_EXHAUSTED and retry.
@@ -303,7 +327,7 @@ def run_learner(logdir: str, address: str, stop: threading.Event, *, agent=VTrac
             core), for machines where the actors need cores of their own.
         `tf_inter_op_threads`: cap on TensorFlow's inter-op thread pool (0: TensorFlow's choice).
         `wandb_project`: Weights & Biases project that also gets every progress record (None: off;
-            learner/tracking.py, pip install 'seed[wandb]'); a resumed run continues the same W&B run.
+            learner/tracking.py, .venv/bin/pip install -e '.[wandb]' in the checkout); a resumed run continues the same W&B run.
         `wandb_entity`: W&B entity (user or team) of the run (None: your default).
         `wandb_run_name`: W&B run name (None: the run directory's name).
         `wandb_tags`: W&B tags of the run (no tags).
@@ -319,7 +343,8 @@ def run_learner(logdir: str, address: str, stop: threading.Event, *, agent=VTrac
     if schedule_frames is not None:
         require_positive("run_learner", schedule_frames=schedule_frames)
     set_tf_threads(tf_intra_op_threads, tf_inter_op_threads)
-    strategy = create_strategy()  # before any other TensorFlow op
+    device_text = select_device(device)  # before any other TensorFlow op
+    strategy = create_strategy()
     auth_token = read_auth_token(auth_token_env, auth_token_file)
     credentials = server_credentials(tls_cert_file, tls_key_file)
     address_file = os.path.join(logdir, "learner_address")
@@ -328,7 +353,8 @@ def run_learner(logdir: str, address: str, stop: threading.Event, *, agent=VTrac
     if seed is not None:
         keras.utils.set_random_seed(seed)  # TensorFlow's, numpy's and Python's: weights, sampling, shuffles
     spec = seed_envs.env_spec()
-    log.info("env: %s, %d frames per agent step", spec.describe(), spec.frames_per_step)
+    log.info("%s on %s (%d frames per agent step); inference and training on %s", agent.__name__, spec.describe(),
+             spec.frames_per_step, device_text, extra=CONSOLE)
     if strategy is not tf.distribute.get_strategy() and not agent.supports_strategy:
         supported = agents_that(lambda cls: cls.supports_strategy)
         raise ValueError(f"create_strategy.kind: {agent.__name__} trains on one device only; "
@@ -348,7 +374,7 @@ def run_learner(logdir: str, address: str, stop: threading.Event, *, agent=VTrac
     resumed = checkpointer.restore_latest()
     if resumed:
         log.info("resuming at %d environment frames, %d gradient steps", int(frames.numpy()),
-                 int(agent.optimizer.iterations.numpy()) if agent.optimizer else 0)
+                 int(agent.optimizer.iterations.numpy()) if agent.optimizer else 0, extra=CONSOLE)
 
     pipeline = InferencePipeline(agent, spec, max_slots=max_env_slots, num_stacked_frames=num_stacked_frames,
                                  reward_clipping=reward_clipping)
@@ -377,7 +403,8 @@ def run_learner(logdir: str, address: str, stop: threading.Event, *, agent=VTrac
     server = start_server(servicer, address, max_actors, max_message_bytes, credentials)
     host = address.rsplit(":", 1)[0]
     _write_atomically(os.path.join(logdir, "learner_address"), f"{host}:{server.seed_port}\n")
-    log.info("learner listening on %s:%d", host, server.seed_port)
+    log.info("learner listening on %s:%d; budget %s env frames", host, server.seed_port,
+             f"{total_environment_frames:,}", extra=CONSOLE)
     training.thread.start()
     return _supervise(stop, progress_interval_s, progress, training, batcher, server, servicer, checkpointer,
                       actor_idle_timeout_s)
@@ -397,7 +424,7 @@ def _supervise(stop, progress_interval_s, progress, training, batcher, server, s
     while not stop.is_set():
         stop.wait(0.2)
         if training.budget_reached.is_set():
-            log.info("reached the frame budget")
+            log.info("reached the frame budget", extra=CONSOLE)
             break
         if training.error is not None or batcher.error is not None:
             log.error("stopping: %s", training.error or batcher.error)

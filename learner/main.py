@@ -23,6 +23,12 @@ def parse_args(argv):
     parser.add_argument("--address", default="127.0.0.1:8686",
                         help="host:port to listen on (default loopback only; 0.0.0.0:PORT to serve "
                              "actors on other machines)")
+    parser.add_argument("--resume_with_changes", action="store_true",
+                        help="resume a run directory even though the settings asked for differ from the ones "
+                             "it was started with (by default that is refused)")
+    parser.add_argument("--verbose", action="store_true",
+                        help="every INFO line on stderr (TensorFlow's and absl's too), not only the progress "
+                             "line, the start-up summary, warnings and errors")
     args = parser.parse_args(argv)
     problem = address_problem(args.address, port_0_ok=True)
     if problem:
@@ -36,11 +42,13 @@ def main(argv=None) -> int:
     from learner.checkpoints import ensure_writable_dir
     logdir = ensure_writable_dir(args.logdir or os.path.join("runs", time.strftime("learner_%Y%m%d_%H%M%S")))
     stop = process.stop_on_signals()
-    process.setup_logging(logdir, "learner")
+    process.setup_logging(logdir, "learner", args.verbose)
     import actors.actor  # noqa: F401  registers the actor's configurables so every binding is checked
     from learner.learner import run_learner
     gin_setup.parse(args.gin_config, args.gin_bindings)
     try:
+        resuming = os.path.exists(os.path.join(logdir, "checkpoints", "checkpoint"))
+        gin_setup.check_requested_config(logdir, resuming, args.resume_with_changes)
         return run_learner(logdir, args.address, stop)
     except (ValueError, OSError) as e:  # bad settings found at start: one line, not a traceback
         logging.getLogger("learner").debug("start failed", exc_info=True)

@@ -15,17 +15,15 @@ def create_optimizer(num_training_steps: int, kind: str = "adam", learning_rate:
                      epsilon: float = 1e-8, rmsprop_rho: float = 0.99, rmsprop_momentum: float = 0.0):
     """Adam or RMSProp with a learning-rate schedule over the run's `num_training_steps` gradient steps.
 
-    Settings:
+    Settings (each bundled config's own values: docs/parameters.md):
         `kind`: the optimizer, 'adam' or 'rmsprop' ('adam').
-        `learning_rate`: the step size at the first gradient step (6e-4; 2.5e-4 in atari_vtrace.gin, 1e-4 in
-            atari_r2d2.gin, 1e-3 in classic_*.gin).
+        `learning_rate`: the step size at the first gradient step (6e-4).
         `lr_decay`: how the learning rate goes to `final_learning_rate` over the training steps: 'linear',
-            'polynomial' (with `lr_decay_power`) or 'none' (it stays at `learning_rate`) ('linear'; 'none' in
-            classic_*.gin and atari_r2d2.gin).
+            'polynomial' (with `lr_decay_power`) or 'none' (it stays at `learning_rate`) ('linear'). The steps
+            span run_learner.schedule_frames (else the budget).
         `lr_decay_power`: exponent of the 'polynomial' decay (2.0); unused otherwise.
         `final_learning_rate`: the learning rate at the last training step (0.0).
-        `epsilon`: the optimizer's epsilon, added to the denominator for stability (1e-8; 1e-5 in
-            atari_vtrace.gin, 1e-3 in the R2D2 configs).
+        `epsilon`: the optimizer's epsilon, added to the denominator for stability (1e-8).
         `rmsprop_rho`: RMSProp's discount of the moving average of squared gradients (0.99); unused by Adam.
         `rmsprop_momentum`: RMSProp's momentum (0.0); unused by Adam.
     """

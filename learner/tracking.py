@@ -1,4 +1,4 @@
-"""Weights & Biases, optional (pip install 'seed[wandb]'): the learner's progress records as a W&B
+"""Weights & Biases, optional (.venv/bin/pip install -e '.[wandb]' in the checkout): the learner's progress records as a W&B
 run, with the operative gin config as the run's config.
 
 The W&B run id is kept in LOGDIR/wandb_run_id, so a resumed seed run continues the same W&B run.
@@ -8,30 +8,15 @@ WANDB_API_KEY or `wandb login` for online runs.
 """
 import logging
 import os
-import re
 import secrets
 from typing import Dict, Optional, Sequence
+
+from seed.gin_setup import gin_settings
 
 log = logging.getLogger(__name__)
 
 # Progress fields that are not scalars of the run, or are already its x axis.
 _NOT_LOGGED = ("time",)
-
-
-def gin_settings(operative_config: str) -> Dict[str, str]:
-    """`Configurable.parameter` -> value text, from gin's operative config (comments and blank lines
-    dropped; a value continued over several lines is joined)."""
-    settings, name = {}, None
-    for line in operative_config.splitlines():
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        match = re.match(r"^([\w./]+)\s*=\s*(.*)$", line)
-        if match and not line[0].isspace():
-            name = match.group(1)
-            settings[name] = match.group(2).strip()
-        elif name is not None:
-            settings[name] += " " + line.strip()
-    return settings
 
 
 class WandbTracker:
@@ -43,7 +28,7 @@ class WandbTracker:
             import wandb
         except ImportError:
             raise ValueError("run_learner.wandb_project is set but wandb is not installed: "
-                             "pip install 'seed[wandb]' (or unset wandb_project)") from None
+                             ".venv/bin/pip install -e '.[wandb]' in the checkout (or unset wandb_project)") from None
         id_path = os.path.join(logdir, "wandb_run_id")
         if os.path.exists(id_path):
             with open(id_path) as f:

@@ -23,9 +23,11 @@ import logging
 import os
 import pathlib
 import re
-from typing import Iterable, Sequence
+from typing import Dict, Iterable, Sequence
 
 import gin
+
+from seed.process import CONSOLE
 
 CONFIG_DIR = pathlib.Path(__file__).resolve().parent / "configs"
 TASK_CONFIG_DIR = CONFIG_DIR / "tasks"
@@ -171,24 +173,61 @@ def _registered_names() -> list:
         return []
 
 
-def _settings(text: str) -> set:
-    return {line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")}
+#: Settings a resumed run may change without being refused: they move the stop or lay out the
+#: processes, and leave what is learned per frame alone (the schedules have run_learner.schedule_frames).
+RESUMABLE_CHANGES = ("run_learner.total_environment_frames", "run_actor.num_envs")
+REQUESTED_CONFIG = "requested_config.gin"
+
+
+def gin_settings(config_text: str) -> Dict[str, str]:
+    """`Configurable.parameter` (or a macro) -> value text, from gin's config text (comments, blank
+    lines and imports dropped; a value continued over several lines is joined)."""
+    settings, name = {}, None
+    for line in config_text.splitlines():
+        if not line.strip() or line.lstrip().startswith("#") or line.startswith("import "):
+            continue
+        match = re.match(r"^([\w./]+)\s*=\s*(.*)$", line)
+        if match and not line[0].isspace():
+            name = match.group(1)
+            settings[name] = match.group(2).strip()
+        elif name is not None:
+            settings[name] += " " + line.strip()
+    return settings
+
+
+def check_requested_config(logdir: str, resuming: bool, allow_changes: bool) -> None:
+    """Refuses to resume `logdir` with other settings than it was started with (a checkpoint restores
+    whatever has the same shapes, so a changed algorithm would train on silently), unless
+    `allow_changes`; saves what is asked for now as LOGDIR/requested_config.gin for the next resume.
+    Changes in RESUMABLE_CHANGES are allowed."""
+    path = os.path.join(logdir, REQUESTED_CONFIG)
+    now = gin.config_str()
+    if resuming and os.path.exists(path):
+        with open(path) as f:
+            before = gin_settings(f.read())
+        after = gin_settings(now)
+        changed = sorted(k for k in before.keys() | after.keys()
+                         if before.get(k) != after.get(k) and k not in RESUMABLE_CHANGES)
+        if changed and not allow_changes:
+            differences = "; ".join(f"{k} was {before.get(k, '(unset)')}, now {after.get(k, '(unset)')}"
+                                    for k in changed)
+            raise ValueError(f"{logdir} was started with other settings ({differences}): start a fresh run "
+                             "(run_local.sh --new, or another --logdir), or resume this one with the change "
+                             "(--resume_with_changes)")
+        if changed:
+            log.warning("resuming %s with changed settings (--resume_with_changes): %s", logdir, ", ".join(changed))
+    with open(path + ".tmp", "w") as f:
+        f.write(now)
+    os.replace(path + ".tmp", path)
 
 
 def save_operative_config(logdir: str, role: str) -> str:
-    """Prints the operative config and writes it to LOGDIR/<role>_operative_config.gin. A resumed run
-    whose settings differ from the ones saved before gets a warning naming them: the checkpoint
-    restores whatever has the same shapes, even when the algorithm around it changed."""
+    """Logs the operative config (the settings the run's code read, defaults included) and writes it to
+    LOGDIR/<role>_operative_config.gin; what a resume may change is check_requested_config's to say."""
     text = gin.operative_config_str()
     path = os.path.join(logdir, f"{role}_operative_config.gin")
-    if os.path.exists(path):
-        with open(path) as f:
-            before = _settings(f.read())
-        now = _settings(text)
-        if before != now:
-            log.warning("this %s's settings differ from the ones the run was started with (%s): was %s; now %s",
-                        role, path, sorted(before - now), sorted(now - before))
     with open(path, "w") as f:
         f.write(text)
     log.info("operative gin config (saved to %s):\n%s", path, text)
+    log.info("the settings in force are in %s", path, extra=CONSOLE)
     return path

@@ -6,11 +6,13 @@ import signal
 import sys
 import threading
 import time
+from typing import Optional
 
 # grpcio's EventEngine client and listener (its default I/O path) read and write
 # sockets on a pool of their own threads, so every message also wakes one of
 # those; without them the thread that polls does the I/O. Measured 2-6 % more
-# env steps/s through the transport on 2 cores (benchmarks/README.md).
+# env steps/s through the transport on 2 cores
+# (benchmarks/experiments/2026-11-22-transport-sequential.md).
 GRPC_EXPERIMENTS = "-event_engine_client,-event_engine_listener"
 
 
@@ -26,17 +28,39 @@ def use_polling_thread_io() -> bool:
     return True
 
 
-def setup_logging(logdir: str, process_name: str, level: int = logging.INFO) -> str:
-    """Logs to LOGDIR/logs/<process_name>.log and to stderr."""
+#: `extra=CONSOLE` marks the few INFO records a user sees without --verbose (the device, a resume, the
+#: address): the terminal shows those, warnings and errors; the log file gets everything.
+CONSOLE = {"console": True}
+
+
+class _Console(logging.Filter):
+    def __init__(self, verbose: bool):
+        super().__init__()
+        self.verbose = verbose
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return self.verbose or record.levelno >= logging.WARNING or getattr(record, "console", False)
+
+
+def setup_logging(logdir: Optional[str], process_name: str, verbose: bool = False) -> Optional[str]:
+    """Logs everything to LOGDIR/logs/<process_name>.log (when there is a LOGDIR) and to stderr what a
+    user needs there: CONSOLE records, warnings and errors; every INFO record too when `verbose`."""
+    root = logging.getLogger()
+    root.setLevel(logging.INFO)
+    console = logging.StreamHandler(sys.stderr)
+    console.addFilter(_Console(verbose))
+    console.setFormatter(logging.Formatter(
+        f"%(asctime)s {process_name} %(levelname)s %(name)s: %(message)s" if verbose
+        else f"{process_name}: %(message)s"))
+    root.addHandler(console)
+    if logdir is None:
+        return None
     log_dir = os.path.join(logdir, "logs")
     os.makedirs(log_dir, exist_ok=True)
     path = os.path.join(log_dir, f"{process_name}.log")
-    formatter = logging.Formatter(f"%(asctime)s {process_name} %(levelname)s %(name)s: %(message)s")
-    root = logging.getLogger()
-    root.setLevel(level)
-    for handler in (logging.FileHandler(path), logging.StreamHandler(sys.stderr)):
-        handler.setFormatter(formatter)
-        root.addHandler(handler)
+    handler = logging.FileHandler(path)
+    handler.setFormatter(logging.Formatter(f"%(asctime)s {process_name} %(levelname)s %(name)s: %(message)s"))
+    root.addHandler(handler)
     return path
 
 

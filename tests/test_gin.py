@@ -198,21 +198,40 @@ def test_bad_address_or_index_flags_fail_at_once_in_one_line(role, flag, value, 
     assert reason in result.stderr.splitlines()[-1]
 
 
-def test_resuming_with_changed_settings_warns_and_names_them(tmp_path, caplog):
-    import seed.envs
+def test_resuming_with_other_settings_is_refused_naming_them_unless_asked_for(tmp_path):
+    import learner.learner  # noqa: F401  registers the learner's configurables, as seed-learner does
 
     try:
-        for game in ("Pong", "Pong", "Breakout"):
+        def ask(bindings, resuming=True, allow=False):
             gin.clear_config()
-            gin_setup.parse(["atari_vtrace_sticky.gin"], [f"create_atari_envs.game='{game}'"],
-                            skip_unknown=True)
-            seed.envs.env_spec()  # calls create_atari_envs, which makes its settings operative
-            caplog.clear()
-            gin_setup.save_operative_config(str(tmp_path), "actor")
-            warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
-            if game == "Pong":
-                assert not warnings
-        assert len(warnings) == 1 and "differ from the ones the run was started with" in warnings[0]
-        assert "create_atari_envs.game = 'Pong'" in warnings[0] and "create_atari_envs.game = 'Breakout'" in warnings[0]
+            gin_setup.parse(["atari_vtrace.gin"], bindings)
+            gin_setup.check_requested_config(str(tmp_path), resuming, allow)
+
+        ask(["VTraceLoss.entropy_cost=0.005"], resuming=False)  # the start: saved, nothing to compare
+        ask(["VTraceLoss.entropy_cost=0.005", "run_learner.total_environment_frames=20_000_000"])  # a budget only
+        with pytest.raises(ValueError) as refused:
+            ask(["VTraceLoss.entropy_cost=0.01"])
+        message = str(refused.value)
+        assert "\n" not in message and "VTraceLoss.entropy_cost was 0.005, now 0.01" in message
+        assert "--new" in message and "--logdir" in message and "--resume_with_changes" in message
+        with pytest.raises(ValueError, match="GAME was 'Pong', now 'Breakout'"):
+            ask(["VTraceLoss.entropy_cost=0.005", "GAME='Breakout'"])
+        ask(["VTraceLoss.entropy_cost=0.01"], allow=True)  # --resume_with_changes: resumed, and the new settings kept
+        ask(["VTraceLoss.entropy_cost=0.01"])
     finally:
         gin.clear_config()
+
+
+@pytest.mark.parametrize("device, code, says", [
+    ("cpu", 0, "inference and training on the CPU (run_learner.device='cpu')"),
+    ("gpu", 2, "run_learner.device='gpu', but TensorFlow finds no usable GPU: "),
+    ("tpu", 2, "run_learner.device='tpu' is unknown; use one of 'auto', 'cpu', 'gpu'")])
+def test_the_learner_says_which_device_runs_it_and_refuses_a_gpu_it_cannot_have(device, code, says, tmp_path):
+    result = run_role("learner", "--gin_config", "classic_vtrace.gin", "--logdir", str(tmp_path), "--address",
+                      "127.0.0.1:0", "--gin_bindings", f"run_learner.device='{device}'",
+                      "--gin_bindings", "run_learner.total_environment_frames=0")  # stops at once after the start
+    assert result.returncode == code, result.stderr[-2000:]
+    assert says in result.stderr
+    if code:
+        assert result.stderr.strip().splitlines()[-1].startswith("seed-learner: error: ")
+        assert "run_local.sh --gpu" in result.stderr or device == "tpu"

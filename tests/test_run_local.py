@@ -238,3 +238,33 @@ def test_a_killed_learner_is_restarted_from_its_checkpoint_and_training_continue
     assert int(line.split()[1].replace(",", "")) > frames
     run.ctrl_c()
     assert saved_frames(tmp_path) > frames
+
+
+def test_frames_sets_the_budget_the_start_is_quiet_and_a_changed_resume_is_refused(tmp_path):
+    run = RunLocal("classic", "vtrace", "1", "2", "--frames", "3k", "--logdir", str(tmp_path))
+    assert run.process.wait(300) == 0
+    output = run.remaining_output()
+    assert "budget 3,000 env frames" in output and "inference and training on the CPU" in output
+    # only seed's own lines: no TensorFlow start-up chatter, no INFO records (they are in logs/learner.log)
+    noise = [line for line in output.splitlines() if " INFO " in line or "absl::InitializeLog" in line
+             or "cudart_stub" in line or "cpu_feature_guard" in line]
+    assert not noise, noise
+    assert "resuming" not in output and saved_frames(tmp_path) >= 3000
+
+    changed = subprocess.run(["./run_local.sh", "classic", "vtrace", "1", "2", "--frames", "4k", "--logdir",
+                              str(tmp_path), "--gin_bindings", "VTraceLoss.entropy_cost=0.02"], cwd=REPO_ROOT,
+                             capture_output=True, text=True, timeout=300)
+    assert changed.returncode == 2
+    (error,) = [line for line in changed.stderr.splitlines() if "error" in line]
+    assert "VTraceLoss.entropy_cost was 0.01, now 0.02" in error and "--resume_with_changes" in error
+    assert (tmp_path / "checkpoints" / "checkpoint").exists()  # the run directory is kept as it was
+
+    bad = subprocess.run(["./run_local.sh", "classic", "vtrace", "1", "2", "--frames", "lots"], cwd=REPO_ROOT,
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--frames takes env frames like 10M" in bad.stderr
+
+    run = RunLocal("classic", "vtrace", "1", "2", "--frames", "4k", "--logdir", str(tmp_path), "--gin_bindings",
+                   "VTraceLoss.entropy_cost=0.02", "--resume_with_changes")
+    run.wait_for("resuming at ")
+    assert run.process.wait(300) == 0
+    assert saved_frames(tmp_path) >= 4000

@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from learner.tracking import gin_settings
+from seed.gin_setup import gin_settings
 from tests.test_end_to_end import run_to_budget
 
 wandb_pb = pytest.importorskip("wandb.proto.wandb_internal_pb2", reason="wandb is in the test extra")

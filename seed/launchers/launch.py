@@ -115,7 +115,7 @@ def main(argv=None) -> int:
         return 2
     logdir = local_path(args.logdir or os.environ.get("AIP_MODEL_DIR") or "runs/cluster")
     name = "launch_learner" if role.role == "learner" else f"launch_actors_{role.replica_index}"
-    setup_logging(logdir, name)
+    setup_logging(logdir, name, verbose=True)  # a cluster job's log: every start and restart
     log.info("this replica: %s %d of the job; learner at %s; %d actor replicas", role.role, role.replica_index,
              role.learner_address, role.num_actor_replicas)
     gin_args = [a for c in args.gin_config for a in ("--gin_config", c)]

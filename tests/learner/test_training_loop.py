@@ -68,17 +68,30 @@ def test_the_loop_counts_its_time_waiting_for_batches_and_updating(tmp_path):
 def test_progress_line_says_how_far_and_how_long_is_left():
     from learner.learner import format_progress
 
-    record = {"frames": 2_500_000, "total_frames": 10_000_000, "frames_per_second": 2_500.0, "episodes": 7,
+    record = {"frames": 2_500_000, "total_frames": 10_000_000, "frames_per_second": 2_500.0, "seconds_left": 3000.0,
+              "episodes": 7,
               "mean_return_last_100": -3.25, "inference_batch_size": 15.9, "loss/policy": -0.01, "loss/total": 1.0}
     line = format_progress(record, 7, "queue 3/64")
     assert line.startswith("frames 2,500,000 (25.0 % of 10,000,000; 2,500/s, 50m00s left) | episodes 7 | "
                            "return(last 7) -3.2 | loss policy -0.010 | inference batch 15.9 | queue 3/64")
-    record.update(frames_per_second=0.0)
+    record.update(frames_per_second=0.0, seconds_left=None)
     assert "(25.0 % of 10,000,000; 0/s, n/a left)" in format_progress(record, 7, "")
-    record.update(frames=10_000_000, total_frames=10_000_000, frames_per_second=100.0)
-    assert "(100.0 % of 10,000,000; 100/s, n/a left)" in format_progress(record, 7, "")
-    record.update(frames=0, total_frames=200_000_000, frames_per_second=4_000.0)
+    record.update(frames=0, total_frames=200_000_000, frames_per_second=4_000.0, seconds_left=50_000.0)
     assert "4,000/s, 13h53m left" in format_progress(record, 7, "")
+
+
+def test_time_left_follows_the_rate_of_the_last_minutes_not_of_one_line():
+    from learner.learner import TimeLeft
+
+    left = TimeLeft(interval_s=5.0, now=0.0, frames=0, window_s=60.0)
+    for second in range(5, 65, 5):  # 1,000 frames/s for a minute, but the last line at 100/s
+        assert left.advance(second, 1_000 * second if second < 60 else 59_500, 1_000_000) is not None
+    assert abs(left.advance(65.0, 64_500, 1_000_000) - (1_000_000 - 64_500) / 1_000) < 60
+    # the start's slow warm-up leaves the window: the estimate then follows the steady rate
+    for second in range(70, 200, 5):
+        seconds_left = left.advance(second, 64_500 + 2_000 * (second - 65), 1_000_000)
+    assert abs(seconds_left - (1_000_000 - 64_500 - 2_000 * 130) / 2_000) < 1
+    assert left.advance(205.0, 1_000_000, 1_000_000) is None  # at the budget: nothing left
 
 
 def test_a_resumed_run_reads_its_frames_stepped_from_the_last_complete_row(tmp_path):
