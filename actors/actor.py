@@ -93,7 +93,8 @@ def run_actor(learner_address: str, actor_index: int, stop: threading.Event, log
         `num_envs`: environments this actor steps, all on one stream (4).
         `num_env_groups`: groups the envs are split into, each stepped while the learner infers for the
             others (1: lockstep; 2: double buffering), capped at `num_envs`. Lockstep is the default
-            because it measured faster where actors and learner share the cores (benchmarks/README.md);
+            because it measured faster where actors and learner share the cores
+            (benchmarks/experiments/2026-11-22-end-to-end-ratio.md);
             double buffering pays off where actors have cores of their own and the learner's answer is slow.
         `seed`: base seed of the envs' first resets (0); env i of actor k on its c-th connection (from 0)
             resets with seed + 7919 * k + c + i.

@@ -1,6 +1,6 @@
 """A soak of repeated faults on a real V-trace run: what is lost, and whether it goes on.
 
-    .venv/bin/python benchmarks/chaos.py --minutes 10                                  # the README's record
+    .venv/bin/python benchmarks/chaos.py --minutes 10     # benchmarks/experiments/2026-11-24-chaos-soak.md
     .venv/bin/python benchmarks/chaos.py --minutes 1 --config classic_vtrace.gin --learner_kill_every_s 25
 
 Runs the cluster entry point as a job would (`seed-launch` for a learner replica and one actor

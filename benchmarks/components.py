@@ -5,7 +5,8 @@
 Prints one JSON object per line: raw env stepping through the actor's own
 vectorised env path, policy inference per batch size, one V-trace training
 step at the configured batch x unroll, and the bound 1 / sum(1 / throughput)
-that the three imply when they share the machine (as DESIGN.md computes it).
+that the three imply when they share the machine (as docs/architecture.md
+computes it).
 No test asserts these numbers.
 """
 import argparse

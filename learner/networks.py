@@ -247,7 +247,8 @@ class ActorCriticNetwork(RecurrentNetwork):
                 a Nature-CNN policy on Pong at about half the maximum entropy.
             `separate_critic`: the baseline gets a torso of its own instead of sharing the policy's (False;
                 True in classic_ppo.gin: with a shared torso PPO reached only 86 on CartPole after 150k
-                steps, its policy barely moving while the value loss dominated; benchmarks/README.md).
+                steps, its policy barely moving while the value loss dominated;
+                benchmarks/experiments/2026-11-25-ppo-sac-probes.md).
                 Feed-forward networks only.
         """
         super().__init__("actor_critic", num_actions, observation_shape, observation_dtype, torso, lstm_units,

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Packs TensorFlow (GPU build) and seed's other dependencies for a GPU host that has CUDA 13, no
 # network and takes files in parts of at most PART_MIB (the device machines lent to this project:
-# see ../README.md, "On a GPU"). Run here, after ./tests/run.sh has made .venv; writes
+# see ../experiments/2026-11-24-tensorflow-on-rented-gpus.md). Run here, after ./tests/run.sh has made .venv; writes
 # .whl/p1 ... .whl/pN (ignored by git), each to be carried by one device call, and copies learn.sh
 # beside them. Versions are .venv's, for the host's Python (PY_VERSION, 3.12 on those machines).
 # Beside a learning run, start it as `chrt -i 0 bash benchmarks/gpu_offline/pack.sh`: nice alone does not
-# keep it off a run started in another session (../README.md, "On a GPU").
+# keep it off a run started in another session (../experiments/2026-11-24-tensorflow-on-rented-gpus.md).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY_VERSION=${PY_VERSION:-3.12}

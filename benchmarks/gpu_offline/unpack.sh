@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Here, after device calls ran learn.sh (and learn.sh --more): puts the run directories they brought
 # back (runs.tgz.00, .01, ... spread over the calls' files_at folders) under
-# benchmarks/results/learning (or $DEST), where learning.py --resume goes on with them, and prints
+# runs/learning (or $DEST), where learning.py --resume goes on with them (benchmarks/report.py publish
+# then copies a finished run into benchmarks/results/), and prints
 # the last lines of each learning.py's output.
-#   bash benchmarks/gpu_offline/unpack.sh /work/.device/N [/work/.device/M ...]
+#   bash benchmarks/gpu_offline/unpack.sh FILES_AT [FILES_AT ...]   # each device call's folder of returned files
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 (( $# > 0 )) || { echo "usage: unpack.sh FILES_AT [FILES_AT ...], the folders where device calls put runs.tgz.NN" >&2; exit 2; }
-DEST=${DEST:-benchmarks/results/learning}
+DEST=${DEST:-runs/learning}
 PARTS=()
 while IFS=$'\t' read -r number path; do
   if (( 10#$number != ${#PARTS[@]} )); then
