@@ -134,14 +134,16 @@ def run_name(run: str) -> str:
     return os.path.splitext(os.path.basename(os.path.normpath(run)))[0]
 
 
-def copy_out(logdir: str) -> str:
+def copy_out(logdir: str, copy: Optional[str] = None) -> str:
     """Copies a run's episodes and segments out of its run directory (checkpoints, not results) as
     the RUN_episodes.csv and RUN_segments.json a result commits, and returns the copy's path; the
-    run directory itself where it has no episodes yet."""
+    run directory itself where it has no episodes yet. `copy` names the RUN_episodes.csv to write
+    (default: episodes_copy(logdir), beside the run directory; benchmarks/report.py's publish names
+    one under benchmarks/results/learning/)."""
     episodes = os.path.join(logdir, "episodes.csv")
     if not os.path.exists(episodes):
         return logdir
-    copy = episodes_copy(logdir)
+    copy = copy or episodes_copy(logdir)
     for source, target in ((episodes, copy), (segments_path(logdir), segments_path(copy))):
         if os.path.exists(source):
             shutil.copyfile(source, target + ".tmp")

@@ -15,7 +15,9 @@ def create_optimizer(num_training_steps: int, kind: str = "adam", learning_rate:
                      epsilon: float = 1e-8, rmsprop_rho: float = 0.99, rmsprop_momentum: float = 0.0):
     """Adam or RMSProp with a learning-rate schedule over the run's `num_training_steps` gradient steps.
 
-    Settings (each bundled config's own values: docs/parameters.md):
+    Each bundled config's own values are listed in the parameter reference (docs/parameters.md).
+
+    Settings:
         `kind`: the optimizer, 'adam' or 'rmsprop' ('adam').
         `learning_rate`: the step size at the first gradient step (6e-4).
         `lr_decay`: how the learning rate goes to `final_learning_rate` over the training steps: 'linear',

@@ -1,0 +1,133 @@
+"""benchmarks/report.py: the results tables in README.md and docs/ are what the result files and the
+manifest render to, every manifest file exists and every result file has a manifest entry, publish adds
+a run with its commit and host, and an unknown block name is refused with the known ones named."""
+import csv
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.processes import REPO_ROOT, child_env
+
+sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
+import report  # noqa: E402
+
+
+def test_committed_generated_blocks_are_what_report_renders():
+    # Every block in README.md and docs/**/*.md (a file without blocks has nothing to check), every
+    # plot they link, and the manifest's files.
+    assert report.stale(str(REPO_ROOT)) == []
+
+
+def test_every_manifest_file_exists_and_every_result_file_belongs_to_an_entry():
+    manifest = report.load_manifest(str(REPO_ROOT))
+    listed = {path for e in manifest["results"] for path in e["files"]} | {f["file"] for f in manifest.get("figures", [])}
+    assert sorted(p for p in listed if not (REPO_ROOT / p).exists()) == []
+    labels = [e["label"] for e in manifest["results"]]
+    assert len(labels) == len(set(labels))
+    # Every file there that git would commit (run directories and their logs are git-ignored).
+    found = subprocess.run(["git", "-C", str(REPO_ROOT), "ls-files", "-z", "--cached", "--others", "--exclude-standard",
+                            "benchmarks/results"], capture_output=True, text=True, check=True).stdout.split("\0")
+    unlisted = sorted(p for p in found if p and p != report.MANIFEST and p not in listed and (REPO_ROOT / p).exists())
+    assert unlisted == [], "result files without a manifest entry (publish them)"
+    for e in manifest["results"]:
+        assert e["status"] in report.STATUSES, e["label"]
+        assert e["commit"], e["label"]
+        if e.get("kind", "learning") == "learning":
+            assert sorted(report.episodes_files(e, str(REPO_ROOT))) == e["seeds"], e["label"]
+
+
+def _fake_run(directory, seed, frames_per_episode, returns):
+    """A run directory as the learner leaves one: episodes.csv (evaluation rows left out of curves),
+    learning_segments.json and learner_operative_config.gin."""
+    directory.mkdir()
+    start = 1_800_000_000.0
+    with open(directory / "episodes.csv", "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["env_frames", "raw_return", "clipped_return", "length_frames", "evaluation", "time"])
+        for i, value in enumerate(returns):
+            writer.writerow([(i + 1) * frames_per_episode, value, max(-1, min(1, value)), frames_per_episode, 0, start + i])
+        writer.writerow([len(returns) * frames_per_episode, 99.0, 1.0, frames_per_episode, 1, start + len(returns)])
+    (directory / "learning_segments.json").write_text(json.dumps([[start - 5, start + len(returns)]]))
+    (directory / "learner_operative_config.gin").write_text(
+        "GAME = 'CartPole-v1'\ncreate_envs.factory = @create_classic_envs\ncreate_classic_envs.game = %GAME\n"
+        f"run_learner.agent = @VTraceAgent\nrun_learner.seed = {seed}\n")
+
+
+def test_publish_copies_runs_and_adds_their_manifest_entry_with_commit_and_host(tmp_path):
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    _fake_run(runs / "cart_seed1", 1, 500, [10.0 + i for i in range(150)])
+    _fake_run(runs / "a_run_named_by_run_local", 2, 400, [20.0 + i for i in range(120)])  # seed from its config
+    root = tmp_path / "tree"
+    out = subprocess.run([sys.executable, "benchmarks/report.py", "--root", str(root), "publish", str(runs / "cart_seed1"),
+                          str(runs / "a_run_named_by_run_local"), "--label", "cartpole_probe", "--title", "CartPole probe",
+                          "--command", "benchmarks/learning.py classic vtrace --seeds 1 2", "--status", "probe"],
+                         cwd=REPO_ROOT, env=child_env(), capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    manifest = json.loads((root / report.MANIFEST).read_text())
+    (e,) = manifest["results"]
+    assert (e["label"], e["title"], e["status"], e["seeds"]) == ("cartpole_probe", "CartPole probe", "probe", [1, 2])
+    assert (e["agent"], e["env"], e["game"], e["config"]) == ("vtrace", "classic", "CartPole-v1", "seed/configs/classic_vtrace.gin")
+    head = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    assert e["commit"] in (head, head + "-dirty")
+    assert e["host"]
+    assert e["frames_reached"] == {"1": 75_000, "2": 48_000}
+    assert e["command"] == ["benchmarks/learning.py classic vtrace --seeds 1 2"]
+    assert e["target"] == {"return": 195.0}
+    learning = "benchmarks/results/learning"
+    assert e["files"] == sorted(f"{learning}/cartpole_probe_seed{s}_{kind}" for s in (1, 2)
+                                for kind in ("episodes.csv", "episodes_curve.csv", "segments.json"))
+    for path in e["files"]:
+        assert (root / path).is_file(), path
+    with open(root / learning / "cartpole_probe_seed1_episodes_curve.csv") as f:
+        curve = list(csv.reader(f))
+    assert curve[0] == ["env_frames", "wall_s", "mean_return_last_100"]
+    assert len(curve) == 1 + 150 and float(curve[-1][2]) == pytest.approx(sum(10.0 + i for i in range(50, 150)) / 100)
+    assert float(curve[1][1]) == 5.0  # wall seconds from the segment's start
+    # The tree checks clean (no blocks yet, every file there), and a second publish updates the entry.
+    assert report.stale(str(root)) == []
+    _fake_run(runs / "cart_seed3", 3, 500, [1.0] * 10)
+    again = report.publish([str(runs / "cart_seed3")], "cartpole_probe", str(root))
+    assert again["seeds"] == [1, 2, 3] and again["title"] == "CartPole probe"
+    assert len(json.loads((root / report.MANIFEST).read_text())["results"]) == 1
+    (root / learning / "cartpole_probe_seed3_segments.json").unlink()
+    assert report.stale(str(root)) == [f"{report.MANIFEST}: 'cartpole_probe' lists {learning}/cartpole_probe_seed3_segments.json, "
+                                       "which is missing"]
+
+
+def test_an_unknown_block_name_fails_naming_the_known_ones(tmp_path):
+    (tmp_path / "benchmarks" / "results").mkdir(parents=True)
+    (tmp_path / report.MANIFEST).write_text(json.dumps({"results": []}))
+    (tmp_path / "README.md").write_text("# x\n<!-- generated:headlines -->\n<!-- /generated:headlines -->\n")
+    out = subprocess.run([sys.executable, "benchmarks/report.py", "--root", str(tmp_path), "render"], cwd=REPO_ROOT,
+                         env=child_env(), capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2
+    assert "README.md: unknown generated block 'headlines'; known: " + ", ".join(report.TABLES) in out.stderr
+    assert all(name in out.stderr for name in ("headline", "support", "vtrace", "replay_mixes_breakout", "gpu", "speed"))
+    check = subprocess.run([sys.executable, "benchmarks/report.py", "--root", str(tmp_path), "check"], cwd=REPO_ROOT,
+                           env=child_env(), capture_output=True, text=True, timeout=60)
+    assert check.returncode == 1 and "unknown generated block 'headlines'" in check.stdout
+
+
+def test_render_replaces_only_block_contents_and_check_names_a_stale_block(tmp_path):
+    root = tmp_path
+    (root / "docs" / "guide").mkdir(parents=True)
+    (root / "benchmarks" / "results").mkdir(parents=True)
+    (root / report.MANIFEST).write_text(json.dumps({"results": []}))
+    (root / "seed" / "configs").mkdir(parents=True)
+    (root / "seed" / "configs" / "atari_vtrace.gin").write_text("")
+    page = "before\n<!-- generated:support -->\nold\n<!-- /generated:support -->\nafter\n"
+    (root / "docs" / "guide" / "results.md").write_text(page)
+    assert report.stale(str(root)) == ["docs/guide/results.md: block 'support' differs from what benchmarks/report.py "
+                                       f"renders; run {report.RENDER_COMMAND}"]
+    assert report.render(str(root)) == ["docs/guide/results.md"]
+    text = (root / "docs" / "guide" / "results.md").read_text()
+    assert text.startswith("before\n<!-- generated:support -->\n| agent | env |") and text.endswith("<!-- /generated:support -->\nafter\n")
+    assert "| V-trace | Atari | `atari_vtrace.gin` | no | - |" in text
+    assert report.render(str(root)) == [] and report.stale(str(root)) == []
+    (root / "docs" / "guide" / "results.md").write_text(page.replace("<!-- /generated:support -->\n", ""))
+    with pytest.raises(report.ReportError, match="has no <!-- /generated:support -->"):
+        report.render(str(root))
