@@ -158,6 +158,20 @@ def at_mark(rows: Sequence, mark: float) -> Optional[float]:
     return round(rows[-1][2], 2) if rows[-1][0] >= mark * (1 - MARK_TOLERANCE) else None
 
 
+def seconds_at(rows: Sequence, mark: float) -> Optional[float]:
+    """Training seconds (the invocations' own time) when the curve first reached `mark` frames, with
+    at_mark's tolerance for a run that ended just short of it; None without wall times."""
+    reached = [r for r in rows if r[0] >= mark * (1 - MARK_TOLERANCE)]
+    return reached[0][1] if reached and reached[0][1] is not None else None
+
+
+def fmt_duration(seconds: Optional[float]) -> str:
+    if seconds is None:
+        return "-"
+    minutes = round(seconds / 60)
+    return f"{minutes // 60}h{minutes % 60:02d}m" if minutes >= 60 else f"{minutes} min"
+
+
 def first_crossing(rows: Sequence, threshold: Optional[float]) -> Optional[int]:
     return summarize(list(rows), threshold, WINDOW)["frames_to_threshold"] if threshold is not None and rows else None
 
@@ -297,11 +311,14 @@ def headline(ctx: Context) -> List[str]:
         passed = sorted(c for c in crossings if c is not None)
         first = (fmt_frames(statistics.median(passed)) if passed else "never") + \
             (f" ({per_seed})" if len(runs) > 1 else "")
+        times = [t for t in (seconds_at(r, e["frames"]) for _, r in runs) if t is not None]
         rows.append([AGENTS.get(e["agent"], e["agent"]), ENVS.get(e["env"], e["env"]), e["game"], str(len(runs)),
                      fmt_budget(e["frames"]), value, f"{fmt_target(e)}: {first}",
+                     fmt_duration(statistics.median(times)) if times else "-",
                      f"[curve]({ctx.plot(e['label'], [e])})"])
     return table(["agent", "env", "game", "seeds", "frames", "return at the budget: mean (per seed)",
-                  "target: first passed at, median (per seed)", "curve"], rows)
+                  "target: first passed at, median (per seed)", "training time to the budget, median", "curve"],
+                 rows)
 
 
 def support(ctx: Context) -> List[str]:

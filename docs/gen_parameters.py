@@ -268,9 +268,9 @@ def render() -> str:
     out = [
         "# Parameter reference",
         "",
-        "Every setting of every gin configurable, generated from the docstrings in the code each time the "
-        "site is built (`docs/gen_parameters.py`), so what you read here is what the code you built it "
-        "from does. Bind any of them with `--gin_bindings 'Configurable.setting=value'` or in a gin file "
+        "Every setting of every gin configurable, generated from the docstrings in the code by "
+        "`docs/gen_parameters.py`; building the docs, and so the test suite, fails when this page falls "
+        "behind the code. Bind any of them with `--gin_bindings 'Configurable.setting=value'` or in a gin file "
         "([Configuration](configuration.md) says how).",
         "",
         "Each setting shows its default, the value in the code's signature, as a binding would write "

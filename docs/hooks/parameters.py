@@ -1,7 +1,7 @@
-"""mkdocs hook: adds parameters.md, generated from the code's docstrings (docs/gen_parameters.py).
-
-Made on every build rather than committed, so the reference cannot fall behind the code; a
-configurable whose docstring does not document its settings fails the build with its name."""
+"""mkdocs hook: fails the build when the committed docs/parameters.md differs from what
+docs/gen_parameters.py makes of the code's docstrings, or when a configurable's docstring does not
+document its settings. The page is committed so that it reads on GitHub too; the check keeps it
+from falling behind the code."""
 import importlib.util
 import pathlib
 
@@ -28,8 +28,8 @@ def on_files(files, config):
     except ImportError as e:  # the project itself is not importable from this Python
         raise PluginError(f"the parameter reference imports the project, which failed: {e}; "
                           "build the docs with the project's venv (.venv/bin/python -m mkdocs build)") from None
-    existing = files.get_file_from_path(PAGE)
-    if existing is not None:  # a stray committed copy would shadow the generated page
-        files.remove(existing)
-    files.append(File.generated(config, PAGE, content=content))
+    committed = GENERATOR.parent / PAGE
+    if not committed.exists() or committed.read_text() != content:
+        raise PluginError(f"docs/{PAGE} is not what the code's docstrings make of it; regenerate it with "
+                          f".venv/bin/python docs/gen_parameters.py > docs/{PAGE}")
     return files
