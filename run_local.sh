@@ -218,16 +218,8 @@ failed_at_start() {
   exit $(( code == 0 ? 1 : code ))
 }
 
-# TensorFlow's native start-up lines (CUDA probing, CPU features) come before its log level is read;
-# without --verbose they are dropped here, and every other line of the learner's stderr passes.
-TF_NOISE='^WARNING: All log messages before absl::InitializeLog|^[IW][0-9]{4} [0-9:.]+ +[0-9]+ [a-z_]+\.cc:[0-9]+\]|^To enable the following instructions:|cuda_platform\.cc:[0-9]+\] failed call to cuInit'
 start_learner() {
-  if [[ $VERBOSE == 1 ]]; then
-    "$PY" -m learner --logdir "$LOGDIR" --address "$1" "${LEARNER_ARGS[@]}" "${GIN_ARGS[@]}" &
-  else
-    "$PY" -m learner --logdir "$LOGDIR" --address "$1" "${LEARNER_ARGS[@]}" "${GIN_ARGS[@]}" \
-      2> >(grep --line-buffered -Ev "$TF_NOISE" >&2) &
-  fi
+  "$PY" -m learner --logdir "$LOGDIR" --address "$1" "${LEARNER_ARGS[@]}" "${GIN_ARGS[@]}" &
   LEARNER=$!
 }
 start_learner 127.0.0.1:0

@@ -39,12 +39,15 @@ def parse_args(argv):
 def main(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     from seed import gin_setup
-    from learner.checkpoints import ensure_writable_dir
+    with process.native_startup_filtered(args.verbose):
+        import tensorflow as tf
+        from learner.checkpoints import ensure_writable_dir
+        from learner.learner import run_learner
+        tf.config.list_physical_devices("GPU")  # TensorFlow probes for CUDA here, once, and says so
     logdir = ensure_writable_dir(args.logdir or os.path.join("runs", time.strftime("learner_%Y%m%d_%H%M%S")))
     stop = process.stop_on_signals()
     process.setup_logging(logdir, "learner", args.verbose)
     import actors.actor  # noqa: F401  registers the actor's configurables so every binding is checked
-    from learner.learner import run_learner
     gin_setup.parse(args.gin_config, args.gin_bindings)
     try:
         resuming = os.path.exists(os.path.join(logdir, "checkpoints", "checkpoint"))

@@ -1,12 +1,15 @@
 """Process plumbing both roles share: gRPC's polling mode, logging to the run
 directory and turning SIGINT/SIGTERM into an orderly stop."""
+import contextlib
 import logging
 import os
+import re
 import signal
 import sys
 import threading
+import tempfile
 import time
-from typing import Optional
+from typing import Iterator, Optional
 
 # grpcio's EventEngine client and listener (its default I/O path) read and write
 # sockets on a pool of their own threads, so every message also wakes one of
@@ -62,6 +65,38 @@ def setup_logging(logdir: Optional[str], process_name: str, verbose: bool = Fals
     handler.setFormatter(logging.Formatter(f"%(asctime)s {process_name} %(levelname)s %(name)s: %(message)s"))
     root.addHandler(handler)
     return path
+
+
+# TensorFlow's native start-up lines: printed while it loads and probes for CUDA, before its own log
+# level applies, and no use to a user (CPU features, "no CUDA driver", a failed cuInit on a CPU host).
+NATIVE_STARTUP_NOISE = re.compile(
+    r"^WARNING: All log messages before absl::InitializeLog|^[IW]\d{4} [\d:.]+ +\d+ \w+\.cc:\d+\]"
+    r"|^To enable the following instructions:|cuda_platform\.cc:\d+\] failed call to cuInit")
+
+
+@contextlib.contextmanager
+def native_startup_filtered(verbose: bool) -> Iterator[None]:
+    """Holds back what C++ and Python write to stderr (fd 2) inside the block and passes it on at its
+    end without NATIVE_STARTUP_NOISE; passes everything at once when `verbose`. For TensorFlow's
+    import and device probing only: a crash inside the block would lose what it held back."""
+    if verbose:
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as held:
+        os.dup2(held.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            held.seek(0)
+            for line in held.read().decode(errors="replace").splitlines(keepends=True):
+                if not NATIVE_STARTUP_NOISE.search(line):
+                    sys.stderr.write(line)
+            sys.stderr.flush()
 
 
 def stop_on_signals(impatient_after_s: float = 3.0) -> threading.Event:

@@ -1,4 +1,5 @@
-"""Process set-up both roles share: grpcio's polling mode."""
+"""Process set-up both roles share: grpcio's polling mode, TensorFlow's start-up lines held back."""
+import os
 import subprocess
 import sys
 
@@ -61,3 +62,18 @@ def test_users_grpc_experiments_win():
 def test_too_late_once_grpc_is_imported():
     import grpc  # noqa: F401
     assert not process.use_polling_thread_io()
+
+
+def test_tensorflow_start_up_noise_is_held_back_and_everything_else_passes(capfd):
+    from seed.process import native_startup_filtered
+
+    noise = ("WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\n"
+             "I0000 00:00:1796151252.436001   30292 cudart_stub.cc:31] Could not find cuda drivers on your machine.\n"
+             "E0000 00:00:1796148620.832140    5826 cuda_platform.cc:52] failed call to cuInit: UNKNOWN ERROR (303)\n")
+    real = "E0000 00:00:1796148620.832140    5826 cuda_driver.cc:12] a real native error\nTraceback: kept\n"
+    with native_startup_filtered(verbose=False):
+        os.write(2, (noise + real).encode())
+    assert capfd.readouterr().err == real
+    with native_startup_filtered(verbose=True):
+        os.write(2, noise.encode())
+    assert capfd.readouterr().err == noise
