@@ -10,8 +10,9 @@
 # Options:
 #   --game NAME          Atari game (default Pong) or gymnasium env id (default CartPole-v1)
 #   --frames N           frame budget: env frames to train, e.g. 10M, 500k or 2_000_000 (default: the
-#                        config's run_learner.total_environment_frames; 10M for Atari). The learning-rate
-#                        schedule has its own horizon (run_learner.schedule_frames), so N moves the stop only
+#                        config's run_learner.total_environment_frames; 10M for Atari). Where the config
+#                        sets run_learner.schedule_frames (atari_vtrace, atari_r2d2) N moves the stop only;
+#                        elsewhere the schedules span the budget and stretch with it
 #   --logdir DIR         run directory; default: resume the newest runs/<game>_<agent>_* with a
 #                        checkpoint (else the newest), or start one
 #   --new                start a new run directory instead of resuming the newest
@@ -170,9 +171,11 @@ echo "run_local.sh: run directory $LOGDIR; tensorboard --logdir $LOGDIR" >&2
 
 # --- processes
 PIDS=()
+DONE=0  # 1 once the learner has trained to its budget
 stop_all() {
-  trap - INT TERM
-  echo "run_local.sh: stopping every process (the learner saves a checkpoint if it still can)" >&2
+  trap - INT TERM HUP
+  trap '' PIPE  # a reader that went away (| head) must not cut the stop short
+  echo "run_local.sh: stopping every process (the learner saves a checkpoint if it still can)" >&2 || true
   for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
   for _ in $(seq 100); do
     alive=0
@@ -187,9 +190,9 @@ stop_all() {
 
 # What a restart will resume from, read from the learner's checkpoints/latest.json.
 report_checkpoint() {
-  "$PY" - "$LOGDIR" >&2 <<'PYTHON' || true
+  "$PY" - "$LOGDIR" "$DONE" >&2 <<'PYTHON' || true
 import json, os, sys, time
-logdir = sys.argv[1]
+logdir, done = sys.argv[1], sys.argv[2] == "1"
 try:
     with open(os.path.join(logdir, "checkpoints", "latest.json")) as f:
         latest = json.load(f)
@@ -199,11 +202,17 @@ except (OSError, ValueError):
     sys.exit()
 age = time.time() - latest["time"]
 age = f"{age:.0f} s" if age < 120 else f"{age / 60:.0f} min"
+if done:
+    print(f"run_local.sh: done: trained to its budget, {latest['environment_frames']:,} environment frames "
+          f"({latest['checkpoint']}); the same command with a larger --frames trains it on")
+    sys.exit()
 print(f"run_local.sh: stopped; the last checkpoint holds {latest['environment_frames']:,} environment frames, "
       f"saved {age} ago ({latest['checkpoint']}); run the same command to resume from it")
 PYTHON
 }
-trap 'stop_all; exit 130' INT TERM
+# A closed terminal (HUP) or a closed pipe (PIPE: `./run_local.sh ... | head`) stops the run as Ctrl-C
+# does, rather than leaving the learner and the actors running without this script.
+trap 'stop_all; exit 130' INT TERM HUP PIPE
 
 # The learner exited before it listened (bad settings; its error is on stderr). A run directory
 # made for this attempt holds only its logs, which repeat that error: remove it, so runs/ keeps
@@ -236,7 +245,7 @@ for ((i = 0; i < NUM_ACTORS; i++)); do
     >"$LOGDIR/logs/actor_$i.stdout" 2>&1 &
   PIDS+=("$!")
 done
-echo "run_local.sh: learner at $ADDRESS, $NUM_ACTORS actors x $ENVS_PER_ACTOR envs (logs in $LOGDIR/logs)" >&2
+echo "run_local.sh: learner at $ADDRESS, $NUM_ACTORS actor(s) x $ENVS_PER_ACTOR envs (logs in $LOGDIR/logs)" >&2
 if [[ $TENSORBOARD == 1 ]]; then
   # Port 0 lets the OS pick a free port; TensorBoard then binds it (a race only with another
   # process binding in the same instant). --load_fast=false: no separate data-server process,
@@ -277,6 +286,7 @@ while true; do
   done
   wait "$LEARNER"
   STATUS=$?
+  [[ $STATUS == 0 ]] && DONE=1
   if [[ $STATUS == 0 || $STATUS == 2 ]]; then break; fi
   REASON="exit code $STATUS"
   (( STATUS > 128 )) && REASON="signal $(kill -l $((STATUS - 128)) 2>/dev/null || echo $((STATUS - 128)))"

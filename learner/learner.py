@@ -4,6 +4,7 @@ import collections
 import json
 import logging
 import os
+import sys
 import threading
 import time
 from typing import Dict, Optional, Sequence, Tuple
@@ -403,11 +404,25 @@ def run_learner(logdir: str, address: str, stop: threading.Event, *, agent=VTrac
     server = start_server(servicer, address, max_actors, max_message_bytes, credentials)
     host = address.rsplit(":", 1)[0]
     _write_atomically(os.path.join(logdir, "learner_address"), f"{host}:{server.seed_port}\n")
-    log.info("learner listening on %s:%d; budget %s env frames", host, server.seed_port,
+    log.info("listening on %s:%d; budget %s env frames", host, server.seed_port,
              f"{total_environment_frames:,}", extra=CONSOLE)
     training.thread.start()
     return _supervise(stop, progress_interval_s, progress, training, batcher, server, servicer, checkpointer,
                       actor_idle_timeout_s)
+
+
+def show(line: str, stop: threading.Event) -> None:
+    """Prints a progress line. Once stdout's reader has gone (`... | head`, a closed terminal) the run
+    stops as on Ctrl-C, with a checkpoint, as run_local.sh does when its own output closes; nohup or
+    a file keeps a run going without a reader."""
+    try:
+        print(line, flush=True)
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        log.warning("stdout was closed: stopping as on Ctrl-C (a checkpoint is saved)")
+        stop.set()
 
 
 def _write_atomically(path: str, text: str) -> None:
@@ -432,7 +447,7 @@ def _supervise(stop, progress_interval_s, progress, training, batcher, server, s
             break
         servicer.close_idle_streams(actor_idle_timeout_s)
         if time.monotonic() >= next_report:
-            print(progress.report(), flush=True)
+            show(progress.report(), stop)
             next_report += progress_interval_s
             if next_report <= time.monotonic():  # after a pause (SIGSTOP, a suspended laptop): no catch-up burst
                 next_report = time.monotonic() + progress_interval_s
@@ -440,7 +455,7 @@ def _supervise(stop, progress_interval_s, progress, training, batcher, server, s
     training.thread.join()
     batcher.stop()
     server.stop(grace=1.0).wait()
-    print(progress.report(), flush=True)
+    show(progress.report(), stop)
     if training.error is None:
         checkpointer.save()
     else:

@@ -103,6 +103,6 @@ def test_run_local_runs_from_an_image_like_directory_without_setup_cfg(tmp_path)
                              "run_learner.total_environment_frames=3000"], cwd=app, env=env, capture_output=True,
                             text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "stopped; the last checkpoint holds" in result.stderr
+    assert "done: trained to its budget" in result.stderr
     (run,) = (app / "runs").iterdir()
     assert (run / "checkpoints" / "latest.json").exists()

@@ -268,3 +268,23 @@ def test_frames_sets_the_budget_the_start_is_quiet_and_a_changed_resume_is_refus
     run.wait_for("resuming at ")
     assert run.process.wait(300) == 0
     assert saved_frames(tmp_path) >= 4000
+
+
+def test_a_reader_that_goes_away_stops_the_run_as_ctrl_c_does(tmp_path):
+    """`./run_local.sh ... | head`: once the pipe closes, every process stops, the learner with a
+    checkpoint, and none is left behind (a learner used to hang on its next progress line)."""
+    process = subprocess.Popen(["./run_local.sh", "classic", "vtrace", "1", "2", "--logdir", str(tmp_path)],
+                               cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               start_new_session=True)
+    try:
+        deadline = time.monotonic() + 300
+        while "loss policy" not in process.stdout.readline():  # training has begun
+            assert time.monotonic() < deadline and process.poll() is None, "no training progress line"
+        process.stdout.close()
+        process.wait(120)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert saved_frames(tmp_path) > 0
+    left = subprocess.run(["pgrep", "-f", f"--logdir {tmp_path}"], capture_output=True, text=True).stdout.split()
+    assert not left, f"processes of the run still alive: {left}"
