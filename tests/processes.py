@@ -25,10 +25,11 @@ def child_env(temp_dir=None):
     return env
 
 
-def start_learner(logdir, config: str, bindings: Sequence[str] = (), address="127.0.0.1:0") -> subprocess.Popen:
+def start_learner(logdir, config: str, bindings: Sequence[str] = (), address="127.0.0.1:0",
+                  flags: Sequence[str] = ()) -> subprocess.Popen:
     (pathlib.Path(logdir) / "learner_address").unlink(missing_ok=True)  # an earlier run's address
     args = [sys.executable, "-m", "learner", "--logdir", str(logdir), "--address", address,
-            "--gin_config", config]
+            "--gin_config", config, *flags]
     for binding in bindings:
         args += ["--gin_bindings", binding]
     return subprocess.Popen(args, stdout=open(os.path.join(logdir, "learner.stdout"), "ab"),

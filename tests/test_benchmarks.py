@@ -204,7 +204,7 @@ def test_chaos_run_survives_killed_actors_a_killed_learner_and_a_stopped_actor(t
 
 def test_replay_mixes_benchmark_measures_each_mix_beside_the_default(tmp_path):
     records = run_benchmark("replay_mixes.py", "--env", "classic", "--actors", "1", "--envs", "4", "--mixes",
-                            "elite_strata", "--seconds", "25", "--warmup_s", "3", "--logdir", str(tmp_path),
+                            "elite_strata", "--seconds", "35", "--warmup_s", "3", "--logdir", str(tmp_path),
                             "--gin_bindings", "run_learner.progress_interval_s=1",
                             "--gin_bindings", "VTraceAgent.min_replay_unrolls=8", timeout_s=300)
     assert [r["mix"] for r in records] == ["default", "elite_strata"]

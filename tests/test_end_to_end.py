@@ -12,8 +12,8 @@ from tests import processes
 CARTPOLE_STEP_BUDGET = 300_000
 
 
-def run_to_budget(logdir, config, num_actors, learner_bindings, actor_bindings, timeout_s):
-    learner = processes.start_learner(logdir, config, learner_bindings)
+def run_to_budget(logdir, config, num_actors, learner_bindings, actor_bindings, timeout_s, learner_flags=()):
+    learner = processes.start_learner(logdir, config, learner_bindings, flags=learner_flags)
     actors = []
     try:
         address = processes.wait_for_address(logdir, learner)
@@ -110,10 +110,11 @@ def test_atari_smoke_trains_checkpoints_and_resumes(tmp_path):
     assert all(0 <= r["training/batch_wait_share"] <= 1 for r in records if "training/batch_wait_share" in r)
     assert list((tmp_path / "summaries").iterdir()), "no TensorBoard event files"
 
-    # The resumed run makes the same gradient steps with the minibatch loop in one compiled call.
+    # The resumed run makes the same gradient steps with the minibatch loop in one compiled call, a change
+    # of settings it is told to accept.
     run_to_budget(tmp_path, "atari_vtrace.gin", 2, bindings + [f"run_learner.total_environment_frames={300 * frames_per_update}",
                                                                "VTraceTrainer.minibatch_loop_in_graph=True"],
-                  actor_bindings, timeout_s=600)
+                  actor_bindings, timeout_s=600, learner_flags=["--resume_with_changes"])
     assert f"resuming at 32000 environment frames, {200 * steps_per_update} gradient steps" in (
         tmp_path / "logs" / "learner.log").read_text()
     assert checkpoint_counters(tmp_path) == (300 * frames_per_update, 300 * steps_per_update)  # optimizer step continued, not restarted
