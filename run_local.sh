@@ -171,7 +171,6 @@ echo "run_local.sh: run directory $LOGDIR; tensorboard --logdir $LOGDIR" >&2
 
 # --- processes
 PIDS=()
-DONE=0  # 1 once the learner has trained to its budget
 stop_all() {
   trap - INT TERM HUP
   trap '' PIPE  # a reader that went away (| head) must not cut the stop short
@@ -190,9 +189,9 @@ stop_all() {
 
 # What a restart will resume from, read from the learner's checkpoints/latest.json.
 report_checkpoint() {
-  "$PY" - "$LOGDIR" "$DONE" >&2 <<'PYTHON' || true
+  "$PY" - "$LOGDIR" >&2 <<'PYTHON' || true
 import json, os, sys, time
-logdir, done = sys.argv[1], sys.argv[2] == "1"
+logdir = sys.argv[1]
 try:
     with open(os.path.join(logdir, "checkpoints", "latest.json")) as f:
         latest = json.load(f)
@@ -202,7 +201,7 @@ except (OSError, ValueError):
     sys.exit()
 age = time.time() - latest["time"]
 age = f"{age:.0f} s" if age < 120 else f"{age / 60:.0f} min"
-if done:
+if latest.get("budget_reached"):
     print(f"run_local.sh: done: trained to its budget, {latest['environment_frames']:,} environment frames "
           f"({latest['checkpoint']}); the same command with a larger --frames trains it on")
     sys.exit()
@@ -286,7 +285,6 @@ while true; do
   done
   wait "$LEARNER"
   STATUS=$?
-  [[ $STATUS == 0 ]] && DONE=1
   if [[ $STATUS == 0 || $STATUS == 2 ]]; then break; fi
   REASON="exit code $STATUS"
   (( STATUS > 128 )) && REASON="signal $(kill -l $((STATUS - 128)) 2>/dev/null || echo $((STATUS - 128)))"

@@ -382,7 +382,9 @@ def run_learner(logdir: str, address: str, stop: threading.Event, *, agent=VTrac
     if resumed:  # frames stepped go on from where the run was, so its learning curve continues
         pipeline.env_steps = max(checkpointer.summary().get("environment_frames_stepped") or 0,
                                  EpisodeLog.last_env_frames(os.path.join(logdir, "episodes.csv"))) // spec.frames_per_step
-    checkpointer.extra_summary = lambda: {"environment_frames_stepped": pipeline.env_steps * spec.frames_per_step}
+    # budget_reached tells a launcher a finished run from a stopped one (both exit 0).
+    checkpointer.extra_summary = lambda: {"environment_frames_stepped": pipeline.env_steps * spec.frames_per_step,
+                                          "budget_reached": training.budget_reached.is_set()}
     slots = SlotAllocator(max_env_slots)
 
     def release(slot_ids):
