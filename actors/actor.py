@@ -13,7 +13,6 @@ import queue
 import random
 import threading
 import time
-from typing import Optional
 
 import gin
 import grpc
@@ -81,12 +80,12 @@ def _wait_for_learner(channel: grpc.Channel, stop: threading.Event, timeout_s: f
 
 
 @gin.configurable(denylist=["learner_address", "actor_index", "stop", "logdir"])
-def run_actor(learner_address: str, actor_index: int, stop: threading.Event, logdir: Optional[str] = None, *,
+def run_actor(learner_address: str, actor_index: int, stop: threading.Event, logdir: str | None = None, *,
               num_envs: int = 4, num_env_groups: int = 1,
               seed: int = 0, reconnect_timeout_s: float = 300.0, max_backoff_s: float = 30.0,
               max_message_bytes: int = 64 << 20, progress_interval_s: float = 30.0,
-              auth_token_env: str = "SEED_AUTH_TOKEN", auth_token_file: Optional[str] = None,
-              tls_ca_file: Optional[str] = None, tls_server_name: Optional[str] = None) -> int:
+              auth_token_env: str = "SEED_AUTH_TOKEN", auth_token_file: str | None = None,
+              tls_ca_file: str | None = None, tls_server_name: str | None = None) -> int:
     """Streams to the learner until `stop`, a fatal answer, or `reconnect_timeout_s` without it.
 
     Settings:
@@ -163,8 +162,8 @@ def run_actor(learner_address: str, actor_index: int, stop: threading.Event, log
     return 0
 
 
-def _open_channel(address: str, max_message_bytes: int, tls_ca_file: Optional[str],
-                  tls_server_name: Optional[str]) -> grpc.Channel:
+def _open_channel(address: str, max_message_bytes: int, tls_ca_file: str | None,
+                  tls_server_name: str | None) -> grpc.Channel:
     options = [("grpc.max_receive_message_length", max_message_bytes),
                ("grpc.max_send_message_length", max_message_bytes)]
     credentials = channel_credentials(tls_ca_file)
@@ -179,7 +178,7 @@ class StepStats:
     """Steps and learner round trips since the last report: to the log and, with a logdir,
     as JSON lines to LOGDIR/actors/<name>.jsonl (benchmarks/end_to_end.py reads them)."""
 
-    def __init__(self, name: str, logdir: Optional[str]):
+    def __init__(self, name: str, logdir: str | None):
         self.name = name
         self.steps = 0
         self.round_trips, self.waits = [], []  # seconds

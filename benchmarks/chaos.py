@@ -21,7 +21,6 @@ import signal
 import subprocess
 import sys
 import time
-from typing import List
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, REPO)
@@ -34,7 +33,7 @@ def cluster_spec(task_type: str, learner: str, actor: str) -> str:
                        "task": {"type": task_type, "index": 0, "trial": ""}})
 
 
-def children(pid: int) -> List[int]:
+def children(pid: int) -> list[int]:
     """Live child processes (a killed one stays a zombie until its parent notices; it does not count)."""
     path = f"/proc/{pid}/task/{pid}/children"
     pids = [int(c) for c in open(path).read().split()] if os.path.exists(path) else []
@@ -49,7 +48,7 @@ def running(pid: int) -> bool:
         return False
 
 
-def progress(logdir: str) -> List[dict]:
+def progress(logdir: str) -> list[dict]:
     return read_jsonl(os.path.join(logdir, "progress.jsonl"))
 
 
@@ -61,7 +60,7 @@ def latest_checkpoint_frames(logdir: str):
         return None
 
 
-def resumes(logdir: str) -> List[int]:
+def resumes(logdir: str) -> list[int]:
     path = os.path.join(logdir, "logs", "learner.log")
     text = open(path).read() if os.path.exists(path) else ""
     return [int(part.split()[0]) for part in text.split("resuming at ")[1:]]

@@ -52,8 +52,9 @@ def accelerators():
 def vtrace_learner(spec):
     """The configured V-trace agent behind the learner's inference path, for a parsed gin config."""
     import gin
-    from learner.inference import InferencePipeline
+
     from learner.agents import AgentContext, VTraceAgent
+    from learner.inference import InferencePipeline
     stacked = gin.query_parameter("run_learner.num_stacked_frames")
     agent = VTraceAgent(AgentContext(spec, stacked, 256, 10 ** 9, threading.Event()))
     agent.queue.capacity = 10 ** 9  # nothing trains while inference is timed: never block on a full queue
@@ -65,7 +66,8 @@ def random_steps(spec, batch: int, rng):
     """(slot ids, one step of `batch` envs with random frames) for the learner's inference path."""
     from seed.codec import EnvStepBatch
     observations = rng.integers(0, 255, (batch, *spec.observation_shape)).astype(spec.observation_dtype)
-    steps = EnvStepBatch.from_env(observations, np.zeros(batch, np.float32), np.zeros(batch, np.uint8), np.zeros(batch, bool))
+    steps = EnvStepBatch.from_env(observations, np.zeros(batch, np.float32), np.zeros(batch, np.uint8),
+                                  np.zeros(batch, bool))
     return np.arange(batch), steps
 
 
@@ -94,9 +96,11 @@ def main() -> int:
 
     import gin
     import tensorflow as tf
+
     import actors.actor  # noqa: F401  (registers every configurable the configs name)
     import learner.learner  # noqa: F401
-    from seed import envs as seed_envs, gin_setup
+    from seed import envs as seed_envs
+    from seed import gin_setup
 
     gin_setup.parse([args.config], [])
     envs = seed_envs.create_envs(args.envs)
@@ -111,7 +115,7 @@ def main() -> int:
     inference = {}
     for batch in (1, 8, 16, 32, 64, 128):
         ids, steps = random_steps(spec, batch, rng)
-        inference[batch] = batch * timed(lambda: pipeline(ids, steps), args.seconds, chunk=20,
+        inference[batch] = batch * timed(lambda ids=ids, steps=steps: pipeline(ids, steps), args.seconds, chunk=20,
                                          between=lambda: drain_completed_unrolls(agent))
         emit(component="inference", batch=batch, observations_per_s=inference[batch])
 

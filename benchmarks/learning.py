@@ -35,7 +35,6 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Dict, List, Optional
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, REPO)
@@ -51,7 +50,7 @@ THRESHOLDS = {"Pong": 18.0, "Breakout": 100.0, "CartPole-v1": 195.0, "Pendulum-v
               "Walker2d-v5": 3000.0}
 
 
-def default_game(env: str, agent: str) -> Optional[str]:
+def default_game(env: str, agent: str) -> str | None:
     """The GAME macro of seed/configs/ENV_AGENT.gin, which run_local.sh trains without --game."""
     try:
         with open(os.path.join(REPO, "seed", "configs", f"{env}_{agent}.gin")) as f:
@@ -61,14 +60,14 @@ def default_game(env: str, agent: str) -> Optional[str]:
     return match.group(1) if match else None
 
 
-def return_at(rows, frames: float) -> Optional[float]:
+def return_at(rows, frames: float) -> float | None:
     """The mean return of a curve's rows (frames, wall s, mean) as it stood at `frames`: the last mean
     at or before it, or None where the run did not get that far."""
     before = [r for r in rows if r[0] <= frames]
     return round(before[-1][2], 2) if before and rows[-1][0] >= frames else None
 
 
-def summarize(rows, threshold: Optional[float], window: int) -> dict:
+def summarize(rows, threshold: float | None, window: int) -> dict:
     """Mean return at the checkpoint frame counts and the first time it reached `threshold`;
     a mean over fewer than `window` episodes does not count as reaching it."""
     at = {f"return_at_{mark / 1e6:g}M": return_at(rows, mark) for mark in CHECKPOINT_FRAMES}
@@ -87,7 +86,7 @@ def write_csv(path: str, rows) -> None:
         writer.writerows(rows)
 
 
-def write_plot(path: str, curves: Dict[str, list], game: Optional[str], threshold: Optional[float],
+def write_plot(path: str, curves: dict[str, list], game: str | None, threshold: float | None,
                x: str = "frames") -> None:
     try:
         draw(path, {name: [rows] for name, rows in curves.items()}, x, game, threshold)
@@ -113,7 +112,7 @@ def segments_path(run: str) -> str:
     return os.path.join(run, "learning_segments.json")
 
 
-def read_segments(run: str) -> List[list]:
+def read_segments(run: str) -> list[list]:
     """[start, end] wall times of each invocation that trained the run (a run directory or a copied
     RUN_episodes.csv); end is None where one was killed before it could write it."""
     try:
@@ -123,7 +122,7 @@ def read_segments(run: str) -> List[list]:
         return []
 
 
-def write_segments(logdir: str, segments: List[list]) -> None:
+def write_segments(logdir: str, segments: list[list]) -> None:
     with open(segments_path(logdir) + ".tmp", "w") as f:
         json.dump(segments, f)
     os.replace(segments_path(logdir) + ".tmp", segments_path(logdir))
@@ -134,7 +133,7 @@ def run_name(run: str) -> str:
     return os.path.splitext(os.path.basename(os.path.normpath(run)))[0]
 
 
-def copy_out(logdir: str, copy: Optional[str] = None) -> str:
+def copy_out(logdir: str, copy: str | None = None) -> str:
     """Copies a run's episodes and segments out of its run directory (checkpoints, not results) as
     the RUN_episodes.csv and RUN_segments.json a result commits, and returns the copy's path; the
     run directory itself where it has no episodes yet. `copy` names the RUN_episodes.csv to write
@@ -151,7 +150,7 @@ def copy_out(logdir: str, copy: Optional[str] = None) -> str:
     return copy
 
 
-def training_seconds(episodes, segments: List[list]):
+def training_seconds(episodes, segments: list[list]):
     """The episodes with their wall time counted in seconds of training: from the first segment's
     start, leaving out the time between segments (a segment killed without an end ends at its last
     episode). Without segments (runs from before them), times count from the first episode."""
@@ -271,7 +270,8 @@ def main() -> int:
     if args.plot and args.resume:
         parser.error("--resume trains; --plot only draws: give one of them")
     if args.plot:
-        missing = [d for d in args.plot if not os.path.isfile(d) and not os.path.exists(os.path.join(d, "episodes.csv"))]
+        missing = [d for d in args.plot
+                   if not os.path.isfile(d) and not os.path.exists(os.path.join(d, "episodes.csv"))]
         if missing:
             parser.error(f"no episodes.csv in {', '.join(missing)}")
         runs = [(run_name(d), d) for d in args.plot]

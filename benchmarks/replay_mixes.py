@@ -15,7 +15,8 @@ says what a mix costs per frame and per update on this machine. `--learning_runs
 one line of learning.py arguments per mix (label `mix_GAME_MIX`), for gpu_offline/learn.sh's
 RUNS=FILE or a loop here:
 
-    .venv/bin/python benchmarks/replay_mixes.py --learning_runs --game Breakout --mixes uniform elite_strata > mixes.runs
+    .venv/bin/python benchmarks/replay_mixes.py --learning_runs --game Breakout \\
+        --mixes uniform elite_strata > mixes.runs
 
 `--table GAME` prints the learning runs' results so far as one Markdown table, read from the curves
 learning.py committed (OUT/mix_GAME_MIX_seedN_episodes_curve.csv, and the fresh-only default's runs
@@ -24,7 +25,8 @@ threshold, the mean at 2.5M, 5M and 10M frames (other columns with `--marks 1M 4
 stopped, and the mix's frames/s as a share of the default's from the `--throughput` files (this
 script's `--out` JSON); a mix with two or more seeds gets a row more that sums them up:
 
-    .venv/bin/python benchmarks/replay_mixes.py --table Pong --throughput benchmarks/results/replay_mixes_2026-11-2*.json
+    .venv/bin/python benchmarks/replay_mixes.py --table Pong \\
+        --throughput benchmarks/results/replay_mixes_2026-11-2*.json
 """
 import argparse
 import contextlib
@@ -37,7 +39,6 @@ import statistics
 import sys
 import time
 from types import SimpleNamespace
-from typing import Dict, List, Optional
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.join(REPO, "benchmarks"))
@@ -73,16 +74,17 @@ def frames_mark(text: str) -> float:
         raise ValueError(f"--marks {text}: not a frame count; write it as 2.5M, 300k or 2500000") from None
 
 
-def _millions(frames: Optional[float]) -> str:
+def _millions(frames: float | None) -> str:
     return "-" if frames is None else f"{frames / 1e6:.2f}M"
 
 
-def _seeds_row(mix: str, runs: List[dict], marks) -> str:
+def _seeds_row(mix: str, runs: list[dict], marks) -> str:
     """One mix's seeds in one row: the median frames to the threshold with its range over the seeds that
     reached it (and how many did, where not all), the mean return at each mark and at the last episode."""
     reached = sorted(r["first"] for r in runs if r["first"] is not None)
     first = ", ".join(([f"{_millions(statistics.median(reached))} ({reached[0] / 1e6:.2f}-{reached[-1] / 1e6:.2f}M)"]
-                       if reached else []) + ([f"{len(reached)} of {len(runs)} reached"] if len(reached) < len(runs) else []))
+                       if reached else [])
+                      + ([f"{len(reached)} of {len(runs)} reached"] if len(reached) < len(runs) else []))
     means = []
     for i in range(len(marks)):
         values = [r["at"][i] for r in runs]
@@ -91,20 +93,21 @@ def _seeds_row(mix: str, runs: List[dict], marks) -> str:
     return f"| {mix} | {len(runs)} seeds: median, mean | {first} | " + " | ".join(means) + f" | {last:.1f} | |"
 
 
-def learning_table(game: str, curves_dir: str, throughput_files: List[str], window: int = 100,
-                   marks=TABLE_MARKS) -> List[str]:
+def learning_table(game: str, curves_dir: str, throughput_files: list[str], window: int = 100,
+                   marks=TABLE_MARKS) -> list[str]:
     """The Markdown rows of --table: one per committed run of GAME, the default's first, then the
     mixes in MIXES' order and by seed, and after a mix's seeds (two or more) one row that sums them up;
     a mix's frames/s share is from the first throughput file that measured it on GAME, else on another
     game, named. The return at a mark is the 100-episode mean as it stood there (learning.py's rule)."""
-    ratios: Dict[str, str] = {}
+    ratios: dict[str, str] = {}
     for path in throughput_files:
         with open(path) as f:
             measured = json.load(f)
         measured_on = measured.get("game") or default_game(measured.get("env", "atari"), "vtrace")
         for result in measured["results"]:
             # Measured on the other game it still says what the mix costs, but it is named.
-            ratio = f"{result['env_frames_ratio_to_default']:.2f}" + ("" if measured_on == game else f" ({measured_on})")
+            ratio = (f"{result['env_frames_ratio_to_default']:.2f}"
+                     + ("" if measured_on == game else f" ({measured_on})"))
             if result["mix"] not in ratios or ratios[result["mix"]].endswith(")") and measured_on == game:
                 ratios[result["mix"]] = ratio
     labels = [("default", DEFAULT_RUNS.get(game))] + [(m, f"mix_{game.lower()}_{m}") for m in MIXES if m != "default"]
@@ -130,7 +133,7 @@ def learning_table(game: str, curves_dir: str, throughput_files: List[str], wind
     return lines
 
 
-def replayed_kl(record: dict) -> Optional[float]:
+def replayed_kl(record: dict) -> float | None:
     """How far the policy has moved from a record's replayed data: CLEAR's cloning term is KL(mu || pi)
     on the replayed steps averaged over all steps, so divided by the replayed share it is the replayed
     steps' own mean KL; None with fresh data only (no such term)."""
@@ -157,7 +160,7 @@ def summarise(logdir: str, warmup_s: float, kl_bin_updates: int = 50) -> dict:
     kls = [kl for kl in map(replayed_kl, steady) if kl is not None]
     # The KL grows as training sharpens the policy, so mixes that made different numbers of updates in
     # the same wall time compare only at the same updates: its median per bin of updates, from the start.
-    bins: Dict[int, list] = {}
+    bins: dict[int, list] = {}
     for r in trained:
         kl = replayed_kl(r)
         if kl is not None:
@@ -233,8 +236,8 @@ def main() -> int:
     results = {}
     for name in mixes:
         run = SimpleNamespace(env=args.env, agent="vtrace", actors=args.actors, envs=args.envs, game=args.game,
-                              gin_config=[], gin_bindings=MIXES[name] + args.gin_bindings, frames=10 ** 12, timeout_s=args.seconds,
-                              report_interval_s=10 ** 9, window=100)
+                              gin_config=[], gin_bindings=MIXES[name] + args.gin_bindings, frames=10 ** 12,
+                              timeout_s=args.seconds, report_interval_s=10 ** 9, window=100)
         logdir = os.path.join(args.logdir, f"{name}_{time.strftime('%Y%m%d_%H%M%S')}")
         os.makedirs(args.logdir, exist_ok=True)
         with contextlib.redirect_stdout(sys.stderr):  # stdout holds only the results' JSON lines

@@ -26,7 +26,6 @@ import json
 import os
 import sys
 import threading
-from typing import Dict, List
 
 import numpy as np
 
@@ -34,11 +33,11 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), 
 sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, "benchmarks"))
 import gin  # noqa: E402
+from replay_mixes import MIXES as LEARNING_MIXES  # noqa: E402
 
 from learner.data import elite  # noqa: E402,F401  (registers EliteSampler with gin)
 from learner.data.unroll_replay import UnrollMix, split_counts  # noqa: E402
 from learner.data.unrolls import UnrollQueue  # noqa: E402
-from replay_mixes import MIXES as LEARNING_MIXES  # noqa: E402
 
 SOURCES = "VTraceAgent.sources="
 # replay_mixes.py's mixes whose picks need no learner's signal to model: uniform and the four elite
@@ -48,13 +47,13 @@ MIXES = {name: LEARNING_MIXES[name] for name in ["uniform"] + [f"elite_{s}" for 
 MODELS = ("independent", "age")
 
 
-def stand_in_unrolls(born: int, n: int) -> Dict[str, np.ndarray]:
+def stand_in_unrolls(born: int, n: int) -> dict[str, np.ndarray]:
     """`n` one-step unrolls that carry the update they were made at, and zero features."""
     return {"born": np.full((n, 2), born, np.int64), "features": np.zeros((n, 2, 1), np.float32)}
 
 
-def simulate(bindings: List[str], model: str, updates: int, noise: float, seed: int, batch_size: int,
-             capacity: int, min_unrolls: int, total_updates: int) -> Dict[str, float]:
+def simulate(bindings: list[str], model: str, updates: int, noise: float, seed: int, batch_size: int,
+             capacity: int, min_unrolls: int, total_updates: int) -> dict[str, float]:
     """Second-half means of each replay source's first-replay share and age under `bindings`."""
     sources = {}
     gin.clear_config()
@@ -81,7 +80,7 @@ def simulate(bindings: List[str], model: str, updates: int, noise: float, seed: 
     mix = UnrollMix(queue, sources, batch_size, capacity, min_unrolls, seed=seed, encode=encode,
                     total_fresh_unrolls=total_updates * fresh)
     kind = next(k for k in sources if k != "queue")
-    seen: Dict[str, List[float]] = {"first_replays": [], "age_updates": []}
+    seen: dict[str, list[float]] = {"first_replays": [], "age_updates": []}
     for update in range(updates):
         now["update"] = update
         while len(queue) < (min_unrolls + fresh if update == 0 else fresh):  # the first batch fills the ring
@@ -101,7 +100,8 @@ def main() -> int:
     parser.add_argument("--mixes", nargs="+", default=list(MIXES), choices=list(MIXES))
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
     parser.add_argument("--updates", type=int, default=7812, help="batches (7,812: 10M Atari frames)")
-    parser.add_argument("--noise", type=float, default=0.25, help="'age' model: the distance's noise, in ring lifetimes")
+    parser.add_argument("--noise", type=float, default=0.25,
+                        help="'age' model: the distance's noise, in ring lifetimes")
     parser.add_argument("--batch_size", type=int, default=32)
     parser.add_argument("--replay_capacity", type=int, default=1024)
     parser.add_argument("--min_replay_unrolls", type=int, default=64)
@@ -125,7 +125,8 @@ def main() -> int:
             print(json.dumps(result), flush=True)
     if args.out:
         with open(args.out, "w") as f:
-            json.dump({"settings": {k: v for k, v in vars(args).items() if k != "out"}, "results": results}, f, indent=1)
+            json.dump({"settings": {k: v for k, v in vars(args).items() if k != "out"}, "results": results}, f,
+                      indent=1)
     return 0
 
 

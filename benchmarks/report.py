@@ -15,7 +15,8 @@ directory and adds its manifest entry with the commit and host that made it.
     .venv/bin/python benchmarks/report.py plots             # only redraw the plots
     .venv/bin/python benchmarks/report.py check             # exit 1 naming each stale block
     .venv/bin/python benchmarks/report.py publish runs/learning/K_seed1 runs/learning/K_seed2 --label pong_K \\
-        --title "V-trace Pong, run K" --command "benchmarks/learning.py atari vtrace --seeds 1 2 --label K" --status default
+        --title "V-trace Pong, run K" --command "benchmarks/learning.py atari vtrace --seeds 1 2 --label K" \\
+        --status default
 
 Numbers follow benchmarks/learning.py's rules: a return is the mean over the last 100 training
 episodes; the return at a mark is that mean as it stood at the mark (a run that ended within 2.5 % short
@@ -36,13 +37,13 @@ import shutil
 import statistics
 import subprocess
 import sys
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from collections.abc import Callable, Sequence
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.join(REPO, "benchmarks"))
 sys.path.insert(0, REPO)
-from learning import (THRESHOLDS, copy_out, read_segments, return_at, summarize,  # noqa: E402
-                      training_seconds, write_csv)
+from learning import THRESHOLDS, copy_out, read_segments, return_at, summarize, training_seconds, write_csv  # noqa: E402
+
 from seed.plot import curve, draw, read_episodes  # noqa: E402
 
 MANIFEST = "benchmarks/results/manifest.json"
@@ -83,7 +84,7 @@ def save_manifest(manifest: dict, root: str = REPO) -> None:
     os.replace(path + ".tmp", path)
 
 
-def learning_entries(manifest: dict) -> List[dict]:
+def learning_entries(manifest: dict) -> list[dict]:
     return [e for e in manifest["results"] if e.get("kind", "learning") == "learning"]
 
 
@@ -94,7 +95,7 @@ def entry(manifest: dict, label: str) -> dict:
     raise ReportError(f"no manifest entry labelled {label!r}")
 
 
-def episodes_files(e: dict, root: str = REPO) -> Dict[int, str]:
+def episodes_files(e: dict, root: str = REPO) -> dict[int, str]:
     """Seed -> path of each of an entry's episodes copies (LABEL_seedN_episodes.csv; a copy without a
     seed in its name, as the first Pong probes', is the entry's one seed)."""
     runs = {}
@@ -108,7 +109,7 @@ def episodes_files(e: dict, root: str = REPO) -> Dict[int, str]:
     return dict(sorted(runs.items()))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _rows(path: str, mtime: float) -> tuple:
     timed, start = training_seconds(read_episodes(path), read_segments(path))
     return tuple(curve(timed, WINDOW, start))
@@ -119,7 +120,7 @@ def rows_of(path: str) -> tuple:
     return _rows(path, os.path.getmtime(path))
 
 
-def runs_of(e: dict, root: str = REPO) -> List[Tuple[int, tuple]]:
+def runs_of(e: dict, root: str = REPO) -> list[tuple[int, tuple]]:
     return [(seed, rows_of(path)) for seed, path in episodes_files(e, root).items()]
 
 
@@ -136,11 +137,11 @@ def last_training_frames(path: str) -> int:
     return 0
 
 
-def frames_reached(e: dict, root: str = REPO) -> Dict[str, int]:
+def frames_reached(e: dict, root: str = REPO) -> dict[str, int]:
     return {str(seed): last_training_frames(path) for seed, path in episodes_files(e, root).items()}
 
 
-def target_return(e: dict) -> Optional[float]:
+def target_return(e: dict) -> float | None:
     target = e.get("target") or {}
     return target.get("return")
 
@@ -148,7 +149,7 @@ def target_return(e: dict) -> Optional[float]:
 # ---------------------------------------------------------------------------------------------------
 # Numbers
 
-def at_mark(rows: Sequence, mark: float) -> Optional[float]:
+def at_mark(rows: Sequence, mark: float) -> float | None:
     """The 100-episode mean as it stood at `mark` (learning.py's return_at); a run that ended within
     MARK_TOLERANCE short of the mark counts with its last mean; None where it stopped earlier."""
     if not rows:
@@ -158,37 +159,37 @@ def at_mark(rows: Sequence, mark: float) -> Optional[float]:
     return round(rows[-1][2], 2) if rows[-1][0] >= mark * (1 - MARK_TOLERANCE) else None
 
 
-def seconds_at(rows: Sequence, mark: float) -> Optional[float]:
+def seconds_at(rows: Sequence, mark: float) -> float | None:
     """Training seconds (the invocations' own time) when the curve first reached `mark` frames, with
     at_mark's tolerance for a run that ended just short of it; None without wall times."""
     reached = [r for r in rows if r[0] >= mark * (1 - MARK_TOLERANCE)]
     return reached[0][1] if reached and reached[0][1] is not None else None
 
 
-def fmt_duration(seconds: Optional[float]) -> str:
+def fmt_duration(seconds: float | None) -> str:
     if seconds is None:
         return "-"
     minutes = round(seconds / 60)
     return f"{minutes // 60}h{minutes % 60:02d}m" if minutes >= 60 else f"{minutes} min"
 
 
-def first_crossing(rows: Sequence, threshold: Optional[float]) -> Optional[int]:
+def first_crossing(rows: Sequence, threshold: float | None) -> int | None:
     return summarize(list(rows), threshold, WINDOW)["frames_to_threshold"] if threshold is not None and rows else None
 
 
-def fmt_frames(frames: Optional[float]) -> str:
+def fmt_frames(frames: float | None) -> str:
     if frames is None:
         return "-"
     return f"{frames / 1e6:.2f}M" if round(frames / 1e3) >= 1000 else f"{frames / 1e3:.0f}k"
 
 
-def fmt_budget(frames: Optional[float]) -> str:
+def fmt_budget(frames: float | None) -> str:
     if not frames:
         return "-"
     return f"{frames / 1e6:g}M" if frames >= 1e6 else f"{frames / 1e3:g}k"
 
 
-def fmt_return(value: Optional[float], e: dict) -> str:
+def fmt_return(value: float | None, e: dict) -> str:
     """Pong signed with one decimal, other Atari games one decimal, MuJoCo and classic whole numbers."""
     if value is None:
         return "-"
@@ -207,7 +208,7 @@ def fmt_target(e: dict) -> str:
     return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:g}"
 
 
-def fmt_spread(values: List[Optional[float]], e: dict) -> str:
+def fmt_spread(values: list[float | None], e: dict) -> str:
     """One value, or the mean of several with their range; '-' where a seed did not get there."""
     if not values or any(v is None for v in values):
         return "-"
@@ -216,7 +217,7 @@ def fmt_spread(values: List[Optional[float]], e: dict) -> str:
     return f"{fmt_return(statistics.mean(values), e)} ({fmt_return(min(values), e)} to {fmt_return(max(values), e)})"
 
 
-def fmt_crossings(crossings: List[Optional[int]]) -> str:
+def fmt_crossings(crossings: list[int | None]) -> str:
     """The median frames to the target over the seeds that passed it, their range, and how many did."""
     passed = sorted(c for c in crossings if c is not None)
     if not passed:
@@ -229,12 +230,12 @@ def fmt_crossings(crossings: List[Optional[int]]) -> str:
     return text
 
 
-def fmt_reached(reached: List[int]) -> str:
+def fmt_reached(reached: list[int]) -> str:
     low, high = fmt_frames(min(reached)), fmt_frames(max(reached))
     return low if low == high else f"{low}-{high}"
 
 
-def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> List[str]:
+def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     return (["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
             + ["| " + " | ".join(row) + " |" for row in rows])
 
@@ -248,14 +249,14 @@ class Context:
 
     def __init__(self, root: str, manifest: dict, target: str):
         self.root, self.manifest, self.target = root, manifest, target
-        self.plots: Dict[str, Callable[[str], None]] = {}
+        self.plots: dict[str, Callable[[str], None]] = {}
 
     def link(self, path: str) -> str:
         """`path` (relative to the root) as a link relative to the file the block is in."""
         return os.path.relpath(os.path.join(self.root, path),
                                os.path.dirname(os.path.join(self.root, self.target))).replace(os.sep, "/")
 
-    def plot(self, name: str, entries: Sequence[dict], x: str = "frames", title: Optional[str] = None) -> str:
+    def plot(self, name: str, entries: Sequence[dict], x: str = "frames", title: str | None = None) -> str:
         """A plot of `entries` (each the mean of its seeds with their min-max band) named `name`; its
         link from this block's file."""
         path = f"{PLOTS_DIR}/{name}.png"
@@ -272,7 +273,7 @@ class Context:
         return self.link(path)
 
 
-def draw_plots(plots: Dict[str, Callable[[str], None]], root: str) -> List[str]:
+def draw_plots(plots: dict[str, Callable[[str], None]], root: str) -> list[str]:
     written = []
     for path, drawing in sorted(plots.items()):
         out = os.path.join(root, path)
@@ -286,7 +287,7 @@ def draw_plots(plots: Dict[str, Callable[[str], None]], root: str) -> List[str]:
 # ---------------------------------------------------------------------------------------------------
 # Tables
 
-def _sorted(entries: List[dict]) -> List[dict]:
+def _sorted(entries: list[dict]) -> list[dict]:
     """By agent, env family and game as first listed in the manifest, then manifest order."""
     order = {}
     for e in entries:
@@ -297,7 +298,7 @@ def _sorted(entries: List[dict]) -> List[dict]:
                                           order[(e.get("agent"), e.get("env"), e.get("game"))]))
 
 
-def headline(ctx: Context) -> List[str]:
+def headline(ctx: Context) -> list[str]:
     rows = []
     for e in _sorted([e for e in learning_entries(ctx.manifest) if e.get("status") == "default"]):
         runs = runs_of(e, ctx.root)
@@ -321,9 +322,9 @@ def headline(ctx: Context) -> List[str]:
                  rows)
 
 
-def support(ctx: Context) -> List[str]:
-    configs: Dict[Tuple[str, str], List[str]] = {}
-    tasks: Dict[Tuple[str, str], List[str]] = {}
+def support(ctx: Context) -> list[str]:
+    configs: dict[tuple[str, str], list[str]] = {}
+    tasks: dict[tuple[str, str], list[str]] = {}
     config_dir = os.path.join(ctx.root, "seed", "configs")
     for path in sorted(glob.glob(os.path.join(config_dir, "*.gin"))):
         env, agent = os.path.basename(path)[:-4].split("_")[:2]
@@ -349,7 +350,7 @@ def support(ctx: Context) -> List[str]:
     return table(["agent", "env", "works (a config)", "tuned (a default result)", "curve"], rows)
 
 
-def runs_table(ctx: Context, entries: List[dict], env: str) -> List[str]:
+def runs_table(ctx: Context, entries: list[dict], env: str) -> list[str]:
     marks = MARKS[env]
     rows = []
     for e in _sorted(entries):
@@ -357,13 +358,14 @@ def runs_table(ctx: Context, entries: List[dict], env: str) -> List[str]:
         at = [fmt_spread([at_mark(r, m) for _, r in runs], e) for m in marks]
         crossings = [first_crossing(r, target_return(e)) for _, r in runs]
         rows.append([f"`{e['label']}`", e["title"], e["status"], ", ".join(str(s) for s, _ in runs)] + at
-                    + [f"{fmt_target(e)}: {fmt_crossings(crossings)}", fmt_reached([r[-1][0] if r else 0 for _, r in runs]),
+                    + [f"{fmt_target(e)}: {fmt_crossings(crossings)}",
+                       fmt_reached([r[-1][0] if r else 0 for _, r in runs]),
                        f"[curve]({ctx.plot(e['label'], [e])})"])
     return table(["label", "what", "status", "seeds"] + [f"at {fmt_budget(m)}" for m in marks]
                  + ["target: first passed at", "frames reached", "curve"], rows)
 
 
-def _agent_tables(ctx: Context, agent: str, exclude: Callable[[dict], bool] = lambda e: False) -> List[str]:
+def _agent_tables(ctx: Context, agent: str, exclude: Callable[[dict], bool] = lambda e: False) -> list[str]:
     entries = [e for e in learning_entries(ctx.manifest) if e["agent"] == agent and not exclude(e)]
     lines = []
     for env in ENVS:
@@ -384,23 +386,23 @@ def _is_mix_or_gpu(e: dict) -> bool:
     return e["label"].startswith("mix_") or bool(e.get("accelerator"))
 
 
-def vtrace(ctx: Context) -> List[str]:
+def vtrace(ctx: Context) -> list[str]:
     return _agent_tables(ctx, "vtrace", _is_mix_or_gpu)
 
 
-def ppo(ctx: Context) -> List[str]:
+def ppo(ctx: Context) -> list[str]:
     return _agent_tables(ctx, "ppo")
 
 
-def sac(ctx: Context) -> List[str]:
+def sac(ctx: Context) -> list[str]:
     return _agent_tables(ctx, "sac")
 
 
-def r2d2(ctx: Context) -> List[str]:
+def r2d2(ctx: Context) -> list[str]:
     return _agent_tables(ctx, "r2d2")
 
 
-def _replay_mixes(ctx: Context, game: str) -> List[str]:
+def _replay_mixes(ctx: Context, game: str) -> list[str]:
     import replay_mixes  # its table, read from the same committed curves
 
     throughput = sorted(os.path.join(ctx.root, path) for e in ctx.manifest["results"]
@@ -415,15 +417,15 @@ def _replay_mixes(ctx: Context, game: str) -> List[str]:
     return lines + ["", f"Curves: [{game}, every mix beside the default]({link})."]
 
 
-def replay_mixes_pong(ctx: Context) -> List[str]:
+def replay_mixes_pong(ctx: Context) -> list[str]:
     return _replay_mixes(ctx, "Pong")
 
 
-def replay_mixes_breakout(ctx: Context) -> List[str]:
+def replay_mixes_breakout(ctx: Context) -> list[str]:
     return _replay_mixes(ctx, "Breakout")
 
 
-def _median_rate(rows: Sequence, window_s: float = 30.0) -> Optional[float]:
+def _median_rate(rows: Sequence, window_s: float = 30.0) -> float | None:
     """Median env frames/s over consecutive `window_s` windows of training time, each from the last
     episode at or before its start to the last at or before its end (episodes are the only clock here)."""
     points = [(r[1], r[0]) for r in rows if r[1] is not None]
@@ -437,10 +439,10 @@ def _median_rate(rows: Sequence, window_s: float = 30.0) -> Optional[float]:
     return statistics.median(rates) if rates else None
 
 
-def gpu(ctx: Context) -> List[str]:
+def gpu(ctx: Context) -> list[str]:
     rows = []
     for e in [e for e in learning_entries(ctx.manifest) if e.get("accelerator")]:
-        for seed, r in runs_of(e, ctx.root):
+        for _seed, r in runs_of(e, ctx.root):
             goal_s = (e.get("target") or {}).get("wall_s", 300)
             before = [row for row in r if row[1] is not None and row[1] <= goal_s]
             at_goal = f"{fmt_return(before[-1][2], e)} ({fmt_frames(before[-1][0])})" if before else "-"
@@ -457,18 +459,20 @@ def gpu(ctx: Context) -> List[str]:
                   "curve (minutes)"], rows)
 
 
-def _jsonl(path: str) -> List[dict]:
+def _jsonl(path: str) -> list[dict]:
     with open(path) as f:
         return [json.loads(line) for line in f if line.strip()]
 
 
-def _speed_files(ctx: Context, kind: str) -> List[Tuple[dict, str]]:
-    return [(e, os.path.join(ctx.root, p)) for e in ctx.manifest["results"] if e.get("kind") == kind for p in e["files"]]
+def _speed_files(ctx: Context, kind: str) -> list[tuple[dict, str]]:
+    return [(e, os.path.join(ctx.root, p)) for e in ctx.manifest["results"] if e.get("kind") == kind
+            for p in e["files"]]
 
 
-def speed(ctx: Context) -> List[str]:
+def speed(ctx: Context) -> list[str]:
     lines = ["*End to end against the component bound (Pong, `atari_vtrace.gin` as it stood; training frames/s = env "
-             "frames trained per second; the bound is 1 / Σ 1/throughput of env stepping, inference and training):*", ""]
+             "frames trained per second; the bound is 1 / Σ 1/throughput of env stepping, inference and training):*",
+             ""]
     rows = []
     for e, path in _speed_files(ctx, "speed"):
         name = os.path.basename(path)
@@ -492,13 +496,13 @@ def speed(ctx: Context) -> List[str]:
                     elif r.get("benchmark") == "end_to_end":
                         tree = {"before": "before (5f96257)", "main": "after"}.get(match.group(1), match.group(1))
                         rows.append(_e2e_row(r, bound, "2-core build machine", f"{tree}, round {match.group(2)}"))
-    lines += table(["machine", "TensorFlow on", "run", "actors × envs", "training frames/s", "component bound (frames/s)", "ratio",
-                    "mean inference batch", "round trip p50 / p99 (ms)"], rows)
+    lines += table(["machine", "TensorFlow on", "run", "actors × envs", "training frames/s",
+                    "component bound (frames/s)", "ratio", "mean inference batch", "round trip p50 / p99 (ms)"], rows)
 
-    lines += ["", "*Transport: env steps/s through the system as a share of raw stepping (interleaved rounds; grpc only is "
-              "real actors against a server that only answers):*", ""]
+    lines += ["", "*Transport: env steps/s through the system as a share of raw stepping (interleaved rounds; grpc "
+              "only is real actors against a server that only answers):*", ""]
     rows = []
-    for e, path in _speed_files(ctx, "speed"):
+    for _e, path in _speed_files(ctx, "speed"):
         for r in _jsonl(path) if path.endswith(".jsonl") else []:
             if r.get("benchmark") == "transport_summary":
                 rows.append([f"{r['actors']} × {r['envs_per_actor']}", str(r["env_groups"]), str(r["rounds"]),
@@ -508,20 +512,23 @@ def speed(ctx: Context) -> List[str]:
     lines += table(["actors × envs", "env groups", "rounds", "raw env steps/s (median)", "grpc only (median ratio)",
                     "through the system (median ratio)", "mean ratio ± standard error", "file"], rows)
 
-    lines += ["", "*Scaling over actor processes (4 envs each; the batch is complete once every connected env is in it):*", ""]
+    lines += ["", "*Scaling over actor processes (4 envs each; the batch is complete once every connected env is "
+              "in it):*", ""]
     rows = []
-    for e, path in _speed_files(ctx, "speed"):
+    for _e, path in _speed_files(ctx, "speed"):
         for r in _jsonl(path) if path.endswith(".jsonl") else []:
             if r.get("benchmark") == "scaling":
                 rows.append([f"{r['actors']} × {r['envs_per_actor']}", f"{r['training_frames_per_s']:,.0f}",
                              f"{r['mean_inference_batch']:.1f}",
-                             f"{r['actor_round_trip_ms_p50']:.1f} / {r['actor_round_trip_ms_p99']:.1f}", os.path.basename(path)])
-    lines += table(["actors × envs", "training frames/s", "mean inference batch", "round trip p50 / p99 (ms)", "file"], rows)
+                             f"{r['actor_round_trip_ms_p50']:.1f} / {r['actor_round_trip_ms_p99']:.1f}",
+                             os.path.basename(path)])
+    lines += table(["actors × envs", "training frames/s", "mean inference batch", "round trip p50 / p99 (ms)",
+                    "file"], rows)
 
     lines += ["", "*Replay mixes: env frames/s and updates/s with half of each batch replayed, beside the fresh-only "
               "default measured in the same invocation:*", ""]
     rows = []
-    for e, path in _speed_files(ctx, "replay_mix_throughput"):
+    for _e, path in _speed_files(ctx, "replay_mix_throughput"):
         with open(path) as f:
             measured = json.load(f)
         for r in measured["results"]:
@@ -531,7 +538,7 @@ def speed(ctx: Context) -> List[str]:
     return lines
 
 
-def _e2e_row(r: dict, bound: Optional[dict], machine: str, run: str) -> List[str]:
+def _e2e_row(r: dict, bound: dict | None, machine: str, run: str) -> list[str]:
     bound_fps = bound["frames_per_s"] if bound else None
     devices = (bound or {}).get("devices", [])
     return [machine, "GPU" if any(d.startswith("GPU") for d in devices) else "CPU" if devices else "-", run,
@@ -540,7 +547,7 @@ def _e2e_row(r: dict, bound: Optional[dict], machine: str, run: str) -> List[str
             f"{r['actor_round_trip_ms_p50']:.1f} / {r['actor_round_trip_ms_p99']:.1f}"]
 
 
-TABLES: Dict[str, Callable[[Context], List[str]]] = {
+TABLES: dict[str, Callable[[Context], list[str]]] = {
     "headline": headline, "support": support, "vtrace": vtrace, "ppo": ppo, "sac": sac, "r2d2": r2d2,
     "replay_mixes_pong": replay_mixes_pong, "replay_mixes_breakout": replay_mixes_breakout, "gpu": gpu, "speed": speed,
 }
@@ -549,14 +556,15 @@ TABLES: Dict[str, Callable[[Context], List[str]]] = {
 # ---------------------------------------------------------------------------------------------------
 # Blocks in README.md and docs/**/*.md
 
-def target_files(root: str = REPO) -> List[str]:
+def target_files(root: str = REPO) -> list[str]:
     """README.md and every docs/**/*.md, relative to the root, sorted."""
     found = ["README.md"] if os.path.exists(os.path.join(root, "README.md")) else []
-    found += sorted(os.path.relpath(p, root) for p in glob.glob(os.path.join(root, "docs", "**", "*.md"), recursive=True))
+    found += sorted(os.path.relpath(p, root)
+                    for p in glob.glob(os.path.join(root, "docs", "**", "*.md"), recursive=True))
     return [p.replace(os.sep, "/") for p in found]
 
 
-def block_names(text: str, where: str) -> List[str]:
+def block_names(text: str, where: str) -> list[str]:
     """The names of the text's generated blocks; an unknown name or an unpaired marker is an error."""
     opened = None
     names = []
@@ -576,7 +584,7 @@ def block_names(text: str, where: str) -> List[str]:
 
 
 def render_text(text: str, where: str, root: str, manifest: dict,
-                plots: Optional[Dict[str, Callable[[str], None]]] = None) -> str:
+                plots: dict[str, Callable[[str], None]] | None = None) -> str:
     """The text with each generated block's content replaced by its table as rendered for the file `where`."""
     block_names(text, where)
 
@@ -589,9 +597,9 @@ def render_text(text: str, where: str, root: str, manifest: dict,
     return MARKER.sub(replace, text)
 
 
-def all_plots(root: str, manifest: dict) -> Dict[str, Callable[[str], None]]:
+def all_plots(root: str, manifest: dict) -> dict[str, Callable[[str], None]]:
     """Every plot any table links (as rendered for README.md: the plots are the same for every file)."""
-    plots: Dict[str, Callable[[str], None]] = {}
+    plots: dict[str, Callable[[str], None]] = {}
     for render in TABLES.values():
         ctx = Context(root, manifest, "README.md")
         render(ctx)
@@ -599,7 +607,7 @@ def all_plots(root: str, manifest: dict) -> Dict[str, Callable[[str], None]]:
     return plots
 
 
-def manifest_problems(root: str, manifest: dict) -> List[str]:
+def manifest_problems(root: str, manifest: dict) -> list[str]:
     problems = []
     for e in manifest["results"]:
         for path in e.get("files", []):
@@ -613,7 +621,7 @@ def manifest_problems(root: str, manifest: dict) -> List[str]:
     return problems
 
 
-def stale(root: str = REPO) -> List[str]:
+def stale(root: str = REPO) -> list[str]:
     """One line per stale generated block, missing linked plot or missing manifest file."""
     manifest = load_manifest(root)
     problems = manifest_problems(root, manifest)
@@ -623,7 +631,7 @@ def stale(root: str = REPO) -> List[str]:
         with open(os.path.join(root, where)) as f:
             text = f.read()
         try:
-            plots: Dict[str, Callable[[str], None]] = {}
+            plots: dict[str, Callable[[str], None]] = {}
             rendered = render_text(text, where, root, manifest, plots)
         except ReportError as e:
             problems.append(str(e))
@@ -635,11 +643,12 @@ def stale(root: str = REPO) -> List[str]:
                                 f"run {RENDER_COMMAND}")
         for path in sorted(plots):
             if not os.path.exists(os.path.join(root, path)):
-                problems.append(f"{where}: a generated block links {path}, which is missing; run {RENDER_COMMAND} --plots")
+                problems.append(f"{where}: a generated block links {path}, which is missing; run "
+                                f"{RENDER_COMMAND} --plots")
     return problems
 
 
-def render(root: str = REPO, with_plots: bool = False) -> List[str]:
+def render(root: str = REPO, with_plots: bool = False) -> list[str]:
     """Rewrites every generated block under `root`; returns the files changed (and plots drawn)."""
     manifest = load_manifest(root)
     problems = manifest_problems(root, manifest)
@@ -695,7 +704,7 @@ def host_name() -> str:
     return cpu
 
 
-def operative_config(run_dir: str) -> Dict[str, str]:
+def operative_config(run_dir: str) -> dict[str, str]:
     """The agent, env family, game and seed a run directory's learner_operative_config.gin records."""
     try:
         with open(os.path.join(run_dir, "learner_operative_config.gin")) as f:
@@ -704,22 +713,23 @@ def operative_config(run_dir: str) -> Dict[str, str]:
         return {}
     macros = dict(re.findall(r"^(\w+) = (.+)$", text, re.MULTILINE))
 
-    def value(pattern: str) -> Optional[str]:
+    def value(pattern: str) -> str | None:
         match = re.search(pattern, text, re.MULTILINE)
         if not match:
             return None
         raw = match.group(1).strip()
         raw = macros.get(raw[1:], raw) if raw.startswith("%") else raw
         return raw.strip("'\"")
-    found = {"agent": value(r"^run_learner\.agent = @(\w+)Agent$"), "env": value(r"^create_envs\.factory = @create_(\w+)_envs$"),
+    found = {"agent": value(r"^run_learner\.agent = @(\w+)Agent$"),
+             "env": value(r"^create_envs\.factory = @create_(\w+)_envs$"),
              "game": value(r"^create_\w+_envs\.(?:game|task) = (.+)$"), "seed": value(r"^run_learner\.seed = (\d+)$")}
     if found["agent"]:
         found["agent"] = found["agent"].lower()
     return {k: v for k, v in found.items() if v}
 
 
-def publish(run_dirs: Sequence[str], label: str, root: str = REPO, title: Optional[str] = None,
-            command: Optional[str] = None, status: Optional[str] = None, **fields) -> dict:
+def publish(run_dirs: Sequence[str], label: str, root: str = REPO, title: str | None = None,
+            command: str | None = None, status: str | None = None, **fields) -> dict:
     """Copies each run directory's episodes, segments and curve into benchmarks/results/learning/ as
     LABEL_seedN_* and adds or updates the label's manifest entry; returns the entry."""
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", label):
@@ -762,7 +772,8 @@ def publish(run_dirs: Sequence[str], label: str, root: str = REPO, title: Option
     for key in ("agent", "env", "game"):
         e[key] = fields.get(key) or e.get(key) or found.get(key)
     if fields.get("config") or "config" not in e:
-        e["config"] = fields.get("config") or (f"seed/configs/{e['env']}_{e['agent']}.gin" if e.get("env") and e.get("agent") else None)
+        e["config"] = fields.get("config") or (f"seed/configs/{e['env']}_{e['agent']}.gin"
+                                               if e.get("env") and e.get("agent") else None)
     if fields.get("bindings") or "bindings" not in e:
         e["bindings"] = list(fields.get("bindings") or [])
     e["command"] = e.get("command", []) + ([command] if command and command not in e.get("command", []) else [])
@@ -793,17 +804,21 @@ def publish(run_dirs: Sequence[str], label: str, root: str = REPO, title: Option
 
 # ---------------------------------------------------------------------------------------------------
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog=__doc__.split("\n", 2)[2])
-    parser.add_argument("--root", default=REPO, help="the tree with README.md, docs/ and benchmarks/results/ (default: this repository)")
+    parser.add_argument("--root", default=REPO,
+                        help="the tree with README.md, docs/ and benchmarks/results/ (default: this repository)")
     commands = parser.add_subparsers(dest="command")
     render_parser = commands.add_parser("render", help="rewrite every generated block (the default)")
-    render_parser.add_argument("--plots", action="store_true", help=f"also redraw the plots the tables link, into {PLOTS_DIR}/")
+    render_parser.add_argument("--plots", action="store_true",
+                               help=f"also redraw the plots the tables link, into {PLOTS_DIR}/")
     commands.add_parser("check", help="exit 1 naming each generated block that differs from what render writes")
-    commands.add_parser("plots", help=f"only redraw the plots the tables link, into {PLOTS_DIR}/ (render --plots does both)")
-    pub = commands.add_parser("publish", help="copy runs' episodes into benchmarks/results/learning/ and add their manifest entry")
+    commands.add_parser("plots",
+                        help=f"only redraw the plots the tables link, into {PLOTS_DIR}/ (render --plots does both)")
+    pub = commands.add_parser("publish",
+                              help="copy runs' episodes into benchmarks/results/learning/ and add their manifest entry")
     pub.add_argument("runs", nargs="+", metavar="RUN_DIR", help="run directories (runs/learning/LABEL_seedN)")
     pub.add_argument("--label", required=True, help="names the copies LABEL_seedN_* and the manifest entry")
     pub.add_argument("--title")

@@ -39,13 +39,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Callable, List, Tuple
+from collections.abc import Callable
 
 import numpy as np
 
 REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path.insert(0, REPO)
 import grpc_floor  # noqa: E402  (benchmarks/, this script's own folder)
+
 from tests import processes  # noqa: E402
 
 # Steps until killed, adding its env steps to the int64 in the file argv[3] after every step.
@@ -64,13 +65,13 @@ while True:
     steps[0] += envs.num_envs
 """
 
-Sample = Tuple[float, float]  # (env steps so far, time in seconds)
+Sample = tuple[float, float]  # (env steps so far, time in seconds)
 
 
 class Group:
     """Processes that run together; `count` samples their env steps so far."""
 
-    def __init__(self, name: str, procs: List[subprocess.Popen], count: Callable[[], Sample], close: Callable):
+    def __init__(self, name: str, procs: list[subprocess.Popen], count: Callable[[], Sample], close: Callable):
         self.name, self.procs, self.count, self._close = name, procs, count, close
 
     def signal(self, signum: int) -> None:
@@ -79,7 +80,7 @@ class Group:
                 os.kill(p.pid, signum)
         if signum == signal.SIGSTOP:  # returns once every process is stopped
             for p in self.procs:
-                processes.wait_until(lambda: p.poll() is not None or _state(p.pid) in "Tt", timeout_s=10,
+                processes.wait_until(lambda p=p: p.poll() is not None or _state(p.pid) in "Tt", timeout_s=10,
                                      what=f"{self.name} process {p.pid} stopped", poll_s=0.01)
 
     def close(self) -> None:
@@ -98,7 +99,7 @@ def _check_running(group: Group) -> None:
         raise RuntimeError(f"{group.name}: process {dead[0]} exited during the benchmark")
 
 
-def start_raw(config: str, actors: int, envs: int, workdir: str, bindings=()) -> Tuple[Group, int]:
+def start_raw(config: str, actors: int, envs: int, workdir: str, bindings=()) -> tuple[Group, int]:
     """The raw steppers, and one observation's size in bytes."""
     env = dict(os.environ, PYTHONPATH=REPO)
     counters = []
@@ -241,7 +242,7 @@ def measure(args: argparse.Namespace, envs: int) -> None:
                                                   rates[("transport", groups)])}), flush=True)
 
 
-def transport_summary(raw: List[float], grpc_only: List[float], transport: List[float]) -> dict:
+def transport_summary(raw: list[float], grpc_only: list[float], transport: list[float]) -> dict:
     """Statistics over the rounds of one env-group setting, from each group's env steps/s per round."""
     ratios = [t / r for t, r in zip(transport, raw)]
     return {"raw_agent_steps_per_s_median": statistics.median(raw),

@@ -30,9 +30,11 @@ def main() -> int:
     import gin
     import numpy as np
     import tensorflow as tf
+
     import actors.actor  # noqa: F401  (registers every configurable the configs name)
     import learner.learner  # noqa: F401
-    from seed import envs as seed_envs, gin_setup
+    from seed import envs as seed_envs
+    from seed import gin_setup
 
     gin_setup.parse(["atari_vtrace.gin"], args.gin_bindings)
     spec = seed_envs.env_spec()

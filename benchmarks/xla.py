@@ -25,9 +25,10 @@ def r2d2_updates(spec, batch_size: int, rng):
     """{'default' / 'xla': one R2D2 update on random sequences}, for a parsed R2D2 config."""
     import gin
     import numpy as np
-    from learner.optimizers import create_optimizer
+
     from learner.agents.r2d2.training import R2D2Trainer
     from learner.networks import DuelingQNetwork
+    from learner.optimizers import create_optimizer
     stacked = gin.query_parameter("run_learner.num_stacked_frames")
     burn_in, unroll = gin.query_parameter("R2D2Agent.burn_in"), gin.query_parameter("R2D2Agent.unroll_length")
     steps, shape = burn_in + unroll + 1, (*spec.observation_shape, stacked)
@@ -48,7 +49,7 @@ def r2d2_updates(spec, batch_size: int, rng):
         started = time.perf_counter()
         trainer.update(sequences, weights)
         emit(component="r2d2_training_step", mode=mode, first_call_s=time.perf_counter() - started)
-        updates[mode] = lambda trainer=trainer, sequences=sequences: trainer.update(sequences, weights)
+        updates[mode] = lambda trainer=trainer, sequences=sequences, weights=weights: trainer.update(sequences, weights)
     return updates
 
 
@@ -63,10 +64,12 @@ def main() -> int:
     import gin
     import numpy as np
     import tensorflow as tf
+
     import actors.actor  # noqa: F401  (registers every configurable the configs name)
     import learner.learner  # noqa: F401
-    from seed import envs as seed_envs, gin_setup
     from learner.networks import EnvOutput
+    from seed import envs as seed_envs
+    from seed import gin_setup
 
     gin_setup.parse(["atari_vtrace.gin"], [])
     spec = seed_envs.env_spec()

@@ -16,14 +16,13 @@ import os
 import pathlib
 import re
 import sys
-from typing import Dict, List, Tuple
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PACKAGES = ("seed", "actors", "learner")
 
 # Sections of the page, in order: a configurable goes to the first whose module prefix matches.
 # One in a module no section names still appears, under "Other", so a new module cannot hide one.
-SECTIONS: List[Tuple[str, str, Tuple[str, ...]]] = [
+SECTIONS: list[tuple[str, str, tuple[str, ...]]] = [
     ("Learner", "The learner process: serving actors, batching, the frame budget, checkpoints, "
                 "the optimizer and tf.distribute.",
      ("learner.learner", "learner.optimizers", "learner.distribution")),
@@ -79,7 +78,7 @@ def configurables():
     return found
 
 
-def settable(name: str, wrapped) -> List[inspect.Parameter]:
+def settable(name: str, wrapped) -> list[inspect.Parameter]:
     """The parameters a binding may set: those with defaults, less the configurable's denylist
     (the rule tests/test_parameter_docs.py and seed/gin_setup.py apply)."""
     import gin
@@ -110,7 +109,7 @@ def parse(doc: str):
     head = "\n".join(lines[:start]).strip()
     summary, _, before = head.partition("\n")
     inline = lines[start][len("Settings:"):].strip()  # "Settings: none; ..." for one without any
-    entries: Dict[str, List[str]] = {}
+    entries: dict[str, list[str]] = {}
     current = None
     end = len(lines)
     for i in range(start + 1, len(lines)):
@@ -169,7 +168,8 @@ def value(v) -> str:
 
 def same(a, b) -> bool:
     """Whether a config's value is the default: 10 and 10.0 are, True and 1 are not."""
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) and not isinstance(b, bool):
+    if (isinstance(a, (int, float)) and isinstance(b, (int, float))
+            and not isinstance(a, bool) and not isinstance(b, bool)):
         return float(a) == float(b)
     return value(a) == value(b)
 
@@ -178,7 +178,7 @@ def code(text: str) -> str:
     return "`" + text + "`"
 
 
-def config_files() -> List[Tuple[str, pathlib.Path, pathlib.Path]]:
+def config_files() -> list[tuple[str, pathlib.Path, pathlib.Path]]:
     """(label, family config, the file itself) per bundled config; a task config is read alone,
     so it shows only what it changes on top of its family's."""
     from seed.gin_setup import CONFIG_DIR, TASK_CONFIG_DIR
@@ -187,13 +187,14 @@ def config_files() -> List[Tuple[str, pathlib.Path, pathlib.Path]]:
     return files
 
 
-def bundled_values(project) -> Dict[Tuple[str, str], Dict[str, List[str]]]:
+def bundled_values(project) -> dict[tuple[str, str], dict[str, list[str]]]:
     """{(configurable, setting): {value: [config labels]}} for every value a bundled config binds
     that differs from the code's default."""
     import gin
+
     from seed.gin_setup import CONFIG_DIR
     defaults = {(name, p.name): p.default for name, _, _, wrapped in project for p in settable(name, wrapped)}
-    found: Dict[Tuple[str, str], Dict[str, List[str]]] = {}
+    found: dict[tuple[str, str], dict[str, list[str]]] = {}
     for label, _, path in config_files():
         gin.clear_config()
         gin.add_config_file_search_path(str(CONFIG_DIR))
@@ -259,7 +260,8 @@ def render() -> str:
         if unknown:
             problems.append(f"{name} ({module}): entries for {', '.join(unknown)}, which a binding cannot set")
         if not names and not inline:
-            problems.append(f"{name} ({module}): a Settings section with no settings should say why ('Settings: none; ...')")
+            problems.append(f"{name} ({module}): a Settings section with no settings should say why "
+                            "('Settings: none; ...')")
         parsed[name] = (summary, before, entries, inline, after, params)
     if problems:
         raise DocsError("the parameter reference cannot be generated:\n  " + "\n  ".join(problems))

@@ -16,7 +16,8 @@ import logging
 import queue
 import threading
 import time
-from typing import Callable, List, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 
@@ -111,8 +112,8 @@ class InferenceBatcher:
 
     def _collect(self):
         """Blocks for the first request, then gathers more until the size or time limit."""
-        batch: List[StepRequest] = []
-        releases: List[ReleaseRequest] = []
+        batch: list[StepRequest] = []
+        releases: list[ReleaseRequest] = []
         num_envs = 0
         deadline = None
         while num_envs < self._full_batch() and not self._stop.is_set():
@@ -153,7 +154,7 @@ class InferenceBatcher:
         finally:
             self._fail_pending()
 
-    def _run(self, batch: List[StepRequest]) -> None:
+    def _run(self, batch: list[StepRequest]) -> None:
         if len(batch) == 1:
             slot_ids, steps = batch[0].slot_ids, batch[0].steps
         else:

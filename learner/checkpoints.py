@@ -11,7 +11,6 @@ import logging
 import os
 import shutil
 import time
-from typing import Dict, Optional
 
 import numpy as np
 import tensorflow as tf
@@ -21,7 +20,7 @@ log = logging.getLogger(__name__)
 LATEST_JSON = "latest.json"
 
 
-def write_arrays_atomically(path: str, arrays: Dict[str, np.ndarray]) -> None:
+def write_arrays_atomically(path: str, arrays: dict[str, np.ndarray]) -> None:
     """An .npz at `path`, whole or not at all (written beside it, then renamed)."""
     with open(path + ".tmp", "wb") as f:
         np.savez(f, **arrays)
@@ -33,7 +32,7 @@ class Checkpointer:
     `load_state(path)` and `state_nbytes`: R2D2's replay with `checkpoint_replay`), restored with it
     and removed with it when it rotates out."""
 
-    def __init__(self, directory: str, max_to_keep: int = 3, sidecars: Optional[Dict[str, object]] = None,
+    def __init__(self, directory: str, max_to_keep: int = 3, sidecars: dict[str, object] | None = None,
                  **trackables):
         self.directory = directory
         self.max_to_keep = max_to_keep

@@ -1,6 +1,5 @@
 """Which device runs the learner's inference and training: run_learner.device."""
 import importlib.metadata
-from typing import List
 
 import tensorflow as tf
 
@@ -8,7 +7,7 @@ DEVICES = ("auto", "cpu", "gpu")
 INSTALL_GPU = "./run_local.sh --gpu ... (or .venv/bin/pip install -e '.[gpu]') installs TensorFlow's CUDA wheels"
 
 
-def gpu_names(gpus) -> List[str]:
+def gpu_names(gpus) -> list[str]:
     names = []
     for gpu in gpus:
         try:

@@ -12,7 +12,6 @@ unrolls is split across its replicas.
 import json
 import logging
 import os
-from typing import Dict
 
 import gin
 import numpy as np
@@ -60,13 +59,7 @@ def create_strategy(kind: str = "none", cpu_replicas: int = 0) -> tf.distribute.
     return strategy
 
 
-def is_chief(strategy: tf.distribute.Strategy) -> bool:
-    """Worker 0 of a multi-worker job, or the only learner otherwise."""
-    resolver = getattr(strategy, "cluster_resolver", None)
-    return resolver is None or resolver.task_id in (None, 0)
-
-
-def split_batch(strategy: tf.distribute.Strategy, batch: Dict[str, np.ndarray], axis: int = 1):
+def split_batch(strategy: tf.distribute.Strategy, batch: dict[str, np.ndarray], axis: int = 1):
     """This learner's batch, split along `axis` over its local replicas (equal shares)."""
     if strategy.num_replicas_in_sync == 1:
         return batch

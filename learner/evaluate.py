@@ -43,9 +43,10 @@ def evaluate(policy, envs, num_stacked_frames: int, episodes: int, epsilon: floa
     `recorder(frame)` gets env 0's observations until its first episode ends;
     `on_episode(number, raw return, length in frames)` hears of each episode as it ends."""
     import numpy as np
+
+    from learner.networks import EnvOutput
     from learner.slots import SlotTable
     from seed.codec import EnvStepBatch
-    from learner.networks import EnvOutput
 
     rng = np.random.default_rng(seed)
     n = envs.num_envs
@@ -132,6 +133,7 @@ def _evaluate_run(args) -> int:
     import gin
     import numpy as np
     import tensorflow as tf
+
     from learner.agents import AGENTS
     from seed import envs as seed_envs
 

@@ -2,14 +2,13 @@
 then the agent's batched policy call, which also records the steps it needs
 for training (unrolls or replay sequences) from the very same data."""
 import collections
-from typing import Deque, Tuple
 
 import numpy as np
 import tensorflow as tf
 
+from learner.networks import EnvOutput
 from learner.slots import FinishedEpisode, SlotTable
 from seed.codec import EnvStepBatch
-from learner.networks import EnvOutput
 from seed.specs import EnvSpec
 
 
@@ -22,7 +21,7 @@ class InferencePipeline:
                                num_stacked_frames, agent.state_size, reward_clipping,
                                spec.action.wire_shape, spec.action.wire_dtype)
         # (env steps seen so far, evaluation env?, episode); the main thread drains it for reporting.
-        self.finished_episodes: Deque[Tuple[int, bool, FinishedEpisode]] = collections.deque(maxlen=10_000)
+        self.finished_episodes: collections.deque[tuple[int, bool, FinishedEpisode]] = collections.deque(maxlen=10_000)
         self.env_steps = 0
 
     def __call__(self, slot_ids: np.ndarray, steps: EnvStepBatch) -> np.ndarray:

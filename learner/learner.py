@@ -7,7 +7,7 @@ import os
 import sys
 import threading
 import time
-from typing import Dict, Optional, Sequence, Tuple
+from collections.abc import Sequence
 
 import gin
 import keras
@@ -43,14 +43,14 @@ class TrainingLoop:
         self.checkpoint_interval_s, self.stop = checkpoint_interval_s, stop
         self.max_consecutive_skipped_updates = max_consecutive_skipped_updates
         self.budget_reached = threading.Event()
-        self.last_metrics: Dict[str, float] = {}
+        self.last_metrics: dict[str, float] = {}
         self.num_updates = 0
         self.num_skipped_updates = 0
         # Where the training thread's time goes (microseconds in all): waiting for a batch (the data
         # side is the bound) against updating (the learner is).
         self.batch_wait_us = 0
         self.update_us = 0
-        self.error: Optional[BaseException] = None
+        self.error: BaseException | None = None
         self.thread = threading.Thread(target=self._run, name="training", daemon=True)
 
     def _run(self) -> None:
@@ -133,7 +133,7 @@ class TimeLeft:
     def __init__(self, interval_s: float, now: float, frames: int, window_s: float = 300.0):
         self._points = collections.deque([(now, frames)], maxlen=max(2, int(window_s / interval_s) + 1))
 
-    def advance(self, now: float, frames: int, total_frames: int) -> Optional[float]:
+    def advance(self, now: float, frames: int, total_frames: int) -> float | None:
         self._points.append((now, frames))
         (start_s, start_frames) = self._points[0]
         rate = (frames - start_frames) / max(now - start_s, 1e-9)
@@ -145,11 +145,11 @@ class RateWindow:
     report, or since the one before when that is under `min_span_s` (the last line at
     shutdown comes early, and a rate over a fraction of a second is mostly noise)."""
 
-    def __init__(self, min_span_s: float, now: float, counts: Tuple[int, ...]):
+    def __init__(self, min_span_s: float, now: float, counts: tuple[int, ...]):
         self.min_span_s = min_span_s
         self._points = collections.deque([(now, counts)], maxlen=2)  # the last two reports
 
-    def advance(self, now: float, counts: Tuple[int, ...]) -> Tuple[float, Tuple[int, ...]]:
+    def advance(self, now: float, counts: tuple[int, ...]) -> tuple[float, tuple[int, ...]]:
         start_time, start_counts = self._points[-1]
         if now - start_time < self.min_span_s and len(self._points) == 2:
             start_time, start_counts = self._points[0]
@@ -175,7 +175,7 @@ class Progress:
         self._window = RateWindow(interval_s / 2, time.monotonic(), self._counts(int(training.frames.numpy())))
         self._time_left = TimeLeft(interval_s, time.monotonic(), int(training.frames.numpy()))
 
-    def _counts(self, frames: int) -> Tuple[int, ...]:
+    def _counts(self, frames: int) -> tuple[int, ...]:
         return (frames, self.batcher.num_batches, self.batcher.num_batched_envs, self.training.num_updates
                 + self.training.num_skipped_updates, self.training.batch_wait_us, self.training.update_us)
 
@@ -270,15 +270,15 @@ def set_tf_threads(intra_op: int, inter_op: int) -> None:
 def run_learner(logdir: str, address: str, stop: threading.Event, *, agent=VTraceAgent,
                 inference_batch_size: int = 64, batch_timeout_ms: float = 10.0, num_stacked_frames: int = 4,
                 reward_clipping: str = "abs_one", total_environment_frames: int = 10_000_000,
-                schedule_frames: Optional[int] = None, device: str = "auto",
+                schedule_frames: int | None = None, device: str = "auto",
                 max_env_slots: int = 256, max_actors: int = 64, max_message_bytes: int = 64 << 20,
                 checkpoint_interval_s: float = 60.0, progress_interval_s: float = 5.0,
                 max_consecutive_skipped_updates: int = 100, actor_idle_timeout_s: float = 300.0,
-                auth_token_env: str = "SEED_AUTH_TOKEN", auth_token_file: Optional[str] = None,
-                tls_cert_file: Optional[str] = None, tls_key_file: Optional[str] = None,
-                seed: Optional[int] = None, tf_intra_op_threads: int = 0, tf_inter_op_threads: int = 0,
-                wandb_project: Optional[str] = None, wandb_entity: Optional[str] = None,
-                wandb_run_name: Optional[str] = None, wandb_tags: Sequence[str] = ()) -> int:
+                auth_token_env: str = "SEED_AUTH_TOKEN", auth_token_file: str | None = None,
+                tls_cert_file: str | None = None, tls_key_file: str | None = None,
+                seed: int | None = None, tf_intra_op_threads: int = 0, tf_inter_op_threads: int = 0,
+                wandb_project: str | None = None, wandb_entity: str | None = None,
+                wandb_run_name: str | None = None, wandb_tags: Sequence[str] = ()) -> int:
     """Serves actors and trains `agent` until the frame budget or `stop`; returns a process exit code.
 
     Settings:
@@ -328,7 +328,8 @@ def run_learner(logdir: str, address: str, stop: threading.Event, *, agent=VTrac
             core), for machines where the actors need cores of their own.
         `tf_inter_op_threads`: cap on TensorFlow's inter-op thread pool (0: TensorFlow's choice).
         `wandb_project`: Weights & Biases project that also gets every progress record (None: off;
-            learner/tracking.py, .venv/bin/pip install -e '.[wandb]' in the checkout); a resumed run continues the same W&B run.
+            learner/tracking.py, .venv/bin/pip install -e '.[wandb]' in the checkout); a resumed run continues
+            the same W&B run.
         `wandb_entity`: W&B entity (user or team) of the run (None: your default).
         `wandb_run_name`: W&B run name (None: the run directory's name).
         `wandb_tags`: W&B tags of the run (no tags).
@@ -380,8 +381,9 @@ def run_learner(logdir: str, address: str, stop: threading.Event, *, agent=VTrac
     pipeline = InferencePipeline(agent, spec, max_slots=max_env_slots, num_stacked_frames=num_stacked_frames,
                                  reward_clipping=reward_clipping)
     if resumed:  # frames stepped go on from where the run was, so its learning curve continues
-        pipeline.env_steps = max(checkpointer.summary().get("environment_frames_stepped") or 0,
-                                 EpisodeLog.last_env_frames(os.path.join(logdir, "episodes.csv"))) // spec.frames_per_step
+        pipeline.env_steps = (max(checkpointer.summary().get("environment_frames_stepped") or 0,
+                                  EpisodeLog.last_env_frames(os.path.join(logdir, "episodes.csv")))
+                              // spec.frames_per_step)
     # budget_reached tells a launcher a finished run from a stopped one (both exit 0).
     checkpointer.extra_summary = lambda: {"environment_frames_stepped": pipeline.env_steps * spec.frames_per_step,
                                           "budget_reached": training.budget_reached.is_set()}

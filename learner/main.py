@@ -41,6 +41,7 @@ def main(argv=None) -> int:
     from seed import gin_setup
     with process.native_startup_filtered(args.verbose):
         import tensorflow as tf
+
         from learner.checkpoints import ensure_writable_dir
         from learner.learner import run_learner
         tf.config.list_physical_devices("GPU")  # TensorFlow probes for CUDA here, once, and says so

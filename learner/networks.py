@@ -6,7 +6,8 @@ on one step ([B, ...] tensors), and `agent.unroll(...)` on a time-major unroll
 V-trace uses ActorCriticNetwork, R2D2 DuelingQNetwork.
 Observations arrive stacked by the learner: [*observation_shape, num_stacked].
 """
-from typing import NamedTuple, Optional, Sequence
+from collections.abc import Sequence
+from typing import NamedTuple
 
 import gin
 import keras
@@ -26,7 +27,7 @@ class AgentOutput(NamedTuple):
     baseline: tf.Tensor
     # What the policy head saw: the torso's (or the LSTM's) output, [B, F]. Replay sources that compare
     # states (elite, attentive) store it from the acting call, so acting computes nothing extra for them.
-    features: Optional[tf.Tensor] = None
+    features: tf.Tensor | None = None
 
 
 def nature_cnn(initializer=lambda: "glorot_uniform") -> keras.Sequential:
@@ -96,7 +97,7 @@ class RecurrentNetwork(tf.Module):
     """
 
     def __init__(self, name: str, num_actions: int, observation_shape: Sequence[int], observation_dtype: str,
-                 torso: Optional[str], lstm_units: int, mlp_hidden_sizes: Sequence[int],
+                 torso: str | None, lstm_units: int, mlp_hidden_sizes: Sequence[int],
                  initialization: str = "glorot", separate_critic: bool = False,
                  normalize_observations: bool = False, observation_clip: float = 10.0,
                  mlp_activation: str = "tanh"):
@@ -144,7 +145,7 @@ class RecurrentNetwork(tf.Module):
                 if layer is not None]
 
     @property
-    def observation_normalizer(self) -> Optional[ObservationNormalizer]:
+    def observation_normalizer(self) -> ObservationNormalizer | None:
         """The running observation statistics the agent updates from what it acts on, or None."""
         return self._normalizer
 
@@ -231,7 +232,7 @@ class ActorCriticNetwork(RecurrentNetwork):
     """V-trace's network: policy logits and a baseline value."""
 
     def __init__(self, num_actions: int, observation_shape: Sequence[int], observation_dtype: str,
-                 torso: Optional[str] = None, lstm_units: int = 0, mlp_hidden_sizes: Sequence[int] = (64, 64),
+                 torso: str | None = None, lstm_units: int = 0, mlp_hidden_sizes: Sequence[int] = (64, 64),
                  initialization: str = "glorot", separate_critic: bool = False):
         """The network for `num_actions` actions on observations of `observation_shape` and dtype.
 
@@ -330,7 +331,7 @@ class DuelingQNetwork(RecurrentNetwork):
     """R2D2's network: Q(x, a) = V(x) + A(x, a) - mean_a A(x, a) (Wang et al. 2016) over an LSTM core."""
 
     def __init__(self, num_actions: int, observation_shape: Sequence[int], observation_dtype: str,
-                 torso: Optional[str] = None, lstm_units: int = 512, head_hidden_units: int = 512,
+                 torso: str | None = None, lstm_units: int = 512, head_hidden_units: int = 512,
                  mlp_hidden_sizes: Sequence[int] = (64, 64)):
         """The network for `num_actions` actions on observations of `observation_shape` and dtype.
 

@@ -9,7 +9,6 @@ import hmac
 import logging
 import threading
 import time
-from typing import Dict, Optional
 
 import grpc
 import numpy as np
@@ -30,7 +29,7 @@ class SlotAllocator:
         self._free = list(range(max_slots - 1, -1, -1))
         self._lock = threading.Lock()
 
-    def allocate(self, n: int) -> Optional[np.ndarray]:
+    def allocate(self, n: int) -> np.ndarray | None:
         with self._lock:
             if n > len(self._free):
                 return None
@@ -159,13 +158,13 @@ class LearnerServicer(seed_pb2_grpc.LearnerServicer):
             self._batcher.release(slot_ids)
             log.info("actor %r disconnected%s", hello.actor_name, " (stream lost)" if lost else "")
 
-    def counters(self) -> Dict[str, int]:
+    def counters(self) -> dict[str, int]:
         with self._lock:
             return {"actors/connected": self.num_connected_actors, "actors/streams_lost": self.num_streams_lost,
                     "actors/streams_rejected": self.num_rejected_streams,
                     "actors/idle_streams_closed": self.num_idle_streams_closed}
 
-    def _await_actor(self, context, actor_name: Optional[str]) -> None:
+    def _await_actor(self, context, actor_name: str | None) -> None:
         """Marks the stream as waiting for its actor (a name) or not (None)."""
         with self._lock:
             if actor_name is None:
@@ -173,12 +172,12 @@ class LearnerServicer(seed_pb2_grpc.LearnerServicer):
             else:
                 self._awaiting_actor[id(context)] = (context, actor_name, time.monotonic())
 
-    def awaiting_since(self) -> Dict[str, float]:
+    def awaiting_since(self) -> dict[str, float]:
         """Actor name -> when the learner's last answer to it went out (monotonic clock)."""
         with self._lock:
             return {name: since for _, name, since in self._awaiting_actor.values()}
 
-    def close_idle_streams(self, idle_timeout_s: float, now: Optional[float] = None) -> int:
+    def close_idle_streams(self, idle_timeout_s: float, now: float | None = None) -> int:
         """Cancels streams whose actor has not answered for `idle_timeout_s`; their slots are freed.
         Time the learner itself spends (back-pressure) never counts: only waits for the actor do."""
         now = time.monotonic() if now is None else now
@@ -194,7 +193,7 @@ class LearnerServicer(seed_pb2_grpc.LearnerServicer):
 
 
 def start_server(servicer: LearnerServicer, address: str, max_actors: int, max_message_bytes: int,
-                 credentials: Optional[grpc.ServerCredentials] = None) -> grpc.Server:
+                 credentials: grpc.ServerCredentials | None = None) -> grpc.Server:
     """Binds `address` (host:port; port 0 picks a free one), with TLS when `credentials`
     are given, and returns the started server."""
     from concurrent import futures

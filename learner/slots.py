@@ -8,7 +8,7 @@ stack, recurrent state and previous action start afresh there. After a lost
 life (an end whose game goes on) the same holds for learning, while the
 return, length and count of episodes go on with the game.
 """
-from typing import List, NamedTuple, Tuple
+from typing import NamedTuple
 
 import numpy as np
 
@@ -33,9 +33,9 @@ class FinishedEpisode(NamedTuple):
 
 
 class SlotTable:
-    def __init__(self, max_slots: int, observation_shape: Tuple[int, ...], observation_dtype: str,
+    def __init__(self, max_slots: int, observation_shape: tuple[int, ...], observation_dtype: str,
                  num_stacked_frames: int, state_size: int, reward_clipping: str,
-                 action_shape: Tuple[int, ...] = (), action_dtype=np.int32):
+                 action_shape: tuple[int, ...] = (), action_dtype=np.int32):
         self.frames = np.zeros((max_slots, *observation_shape, num_stacked_frames), observation_dtype)
         self.core_state = np.zeros((max_slots, state_size), np.float32)
         self.prev_action = np.zeros((max_slots, *action_shape), action_dtype)
@@ -46,7 +46,7 @@ class SlotTable:
         self.episode_length = np.zeros(max_slots, np.int64)
         self._reward_clipping = reward_clipping
 
-    def observe(self, slot_ids: np.ndarray, steps: EnvStepBatch) -> Tuple[StepInputs, List[FinishedEpisode]]:
+    def observe(self, slot_ids: np.ndarray, steps: EnvStepBatch) -> tuple[StepInputs, list[FinishedEpisode]]:
         """Takes one step for each slot; returns the policy's inputs and the episodes that ended."""
         first = self.prev_done[slot_ids]
         frames = self.frames[slot_ids]

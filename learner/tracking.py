@@ -1,5 +1,5 @@
-"""Weights & Biases, optional (.venv/bin/pip install -e '.[wandb]' in the checkout): the learner's progress records as a W&B
-run, with the operative gin config as the run's config.
+"""Weights & Biases, optional (.venv/bin/pip install -e '.[wandb]' in the checkout): the learner's progress records
+as a W&B run, with the operative gin config as the run's config.
 
 The W&B run id is kept in LOGDIR/wandb_run_id, so a resumed seed run continues the same W&B run.
 Charts use `frames` (environment frames trained, the TensorBoard step) as their x axis. W&B's own
@@ -9,7 +9,7 @@ WANDB_API_KEY or `wandb login` for online runs.
 import logging
 import os
 import secrets
-from typing import Dict, Optional, Sequence
+from collections.abc import Sequence
 
 from seed.gin_setup import gin_settings
 
@@ -22,7 +22,7 @@ _NOT_LOGGED = ("time",)
 class WandbTracker:
     """One W&B run per seed run directory."""
 
-    def __init__(self, logdir: str, project: str, entity: Optional[str], run_name: Optional[str],
+    def __init__(self, logdir: str, project: str, entity: str | None, run_name: str | None,
                  tags: Sequence[str], operative_config: str):
         try:
             import wandb
@@ -48,7 +48,7 @@ class WandbTracker:
         self.run.define_metric("*", step_metric="frames")
         log.info("W&B run %s (project %s, mode %s)", run_id, project, self.run.settings.mode)
 
-    def log(self, record: Dict[str, object]) -> None:
+    def log(self, record: dict[str, object]) -> None:
         self.run.log({k: v for k, v in record.items()
                       if k not in _NOT_LOGGED and isinstance(v, (int, float)) and not isinstance(v, bool)})
 

@@ -1,10 +1,9 @@
 """The optional shared token both roles present: read from a file or an
 environment variable, never from the command line (which `ps` shows)."""
 import os
-from typing import Optional
 
 
-def read_auth_token(env_var: str, token_file: Optional[str]) -> str:
+def read_auth_token(env_var: str, token_file: str | None) -> str:
     """The token from `token_file` if given, else from `env_var`; '' means no authentication."""
     if token_file:
         try:
@@ -26,7 +25,7 @@ def _read(path: str, what: str) -> bytes:
         raise ValueError(f"cannot read {what} {path!r}: {e.strerror}") from None
 
 
-def server_credentials(cert_file: Optional[str], key_file: Optional[str]):
+def server_credentials(cert_file: str | None, key_file: str | None):
     """TLS credentials for the learner, or None for plaintext (both files or neither)."""
     import grpc
     if not cert_file and not key_file:
@@ -36,7 +35,7 @@ def server_credentials(cert_file: Optional[str], key_file: Optional[str]):
     return grpc.ssl_server_credentials([(_read(key_file, "TLS key"), _read(cert_file, "TLS certificate"))])
 
 
-def channel_credentials(ca_file: Optional[str]):
+def channel_credentials(ca_file: str | None):
     """TLS credentials that verify the learner against `ca_file`, or None for plaintext."""
     import grpc
     if not ca_file:

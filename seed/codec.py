@@ -127,7 +127,8 @@ def decode_steps(steps: seed_pb2.EnvSteps, spec: EnvSpec, num_envs: int) -> EnvS
         raise ProtocolError("rewards: non-finite value (NaN or inf) from the environment")
     terminated = _field(steps.terminated, FLAG_DTYPE, (num_envs,), "terminated")
     if terminated.max(initial=0) > TERMINATED_LIFE_LOST:
-        raise ProtocolError(f"terminated: code {terminated.max()}, expected 0, 1 or {TERMINATED_LIFE_LOST} (a life lost)")
+        raise ProtocolError(f"terminated: code {terminated.max()}, expected 0, 1 or {TERMINATED_LIFE_LOST} "
+                            "(a life lost)")
     truncated = _field(steps.truncated, FLAG_DTYPE, (num_envs,), "truncated")
     return EnvStepBatch(observations, rewards, terminated != 0, truncated.astype(bool),
                         terminated == TERMINATED_LIFE_LOST)

@@ -23,7 +23,7 @@ import logging
 import os
 import pathlib
 import re
-from typing import Dict, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import gin
 
@@ -179,7 +179,7 @@ RESUMABLE_CHANGES = ("run_learner.total_environment_frames", "run_actor.num_envs
 REQUESTED_CONFIG = "requested_config.gin"
 
 
-def gin_settings(config_text: str) -> Dict[str, str]:
+def gin_settings(config_text: str) -> dict[str, str]:
     """`Configurable.parameter` (or a macro) -> value text, from gin's config text (comments, blank
     lines and imports dropped; a value continued over several lines is joined)."""
     settings, name = {}, None

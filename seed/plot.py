@@ -8,17 +8,18 @@ Each RUN is a run directory (its episodes.csv) or a copy of an episodes.csv; `LA
 names a group, drawn as the mean over its runs with the band between their lowest and highest
 curve. The y axis is the mean raw return over the last `--window` training episodes (evaluation
 episodes are left out); the x axis is environment frames stepped (frame skip 4 on Atari) or, with
-`--x time`, wall time since the run's first episode. Needs matplotlib (.venv/bin/pip install -e '.[plot]' in the checkout).
+`--x time`, wall time since the run's first episode. Needs matplotlib
+(.venv/bin/pip install -e '.[plot]' in the checkout).
 """
 import argparse
 import csv
 import os
 import sys
-from typing import Dict, List, Optional, Sequence, Tuple
+from collections.abc import Sequence
 
 # Public learning curves, (environment frames with frame skip 4 on Atari, mean return); sources in
 # the experiment record (benchmarks/experiments/): CleanRL's and rl_games' reports, RLlib's tuned examples.
-REFERENCES: Dict[str, Dict[str, List[Tuple[int, float]]]] = {
+REFERENCES: dict[str, dict[str, list[tuple[int, float]]]] = {
     "Pong": {"CleanRL PPO, 8 envs": [(10_000_000, 15.0), (20_000_000, 19.5), (40_000_000, 20.4)],
              "rl_games + EnvPool PPO, 64 envs": [(3_300_000, 14.2), (6_600_000, 19.4), (16_400_000, 19.8)],
              "RLlib IMPALA, 160 envs": [(10_400_000, -18.4), (15_500_000, 5.0), (18_500_000, 17.9)]},
@@ -31,15 +32,15 @@ REFERENCES: Dict[str, Dict[str, List[Tuple[int, float]]]] = {
     "Walker2d-v5": {"CleanRL PPO": [(1_000_000, 2288.0)]},
 }
 
-Episode = Tuple[int, float, Optional[float]]  # env frames stepped, raw return, Unix time (or None)
-Row = Tuple[int, Optional[float], float]  # env frames, wall seconds (or None), mean return
+Episode = tuple[int, float, float | None]  # env frames stepped, raw return, Unix time (or None)
+Row = tuple[int, float | None, float]  # env frames, wall seconds (or None), mean return
 
 
 def episodes_csv(run: str) -> str:
     return run if os.path.isfile(run) else os.path.join(run, "episodes.csv")
 
 
-def read_episodes(run: str) -> List[Episode]:
+def read_episodes(run: str) -> list[Episode]:
     """The training envs' episodes of a run directory or a copy of its episodes.csv; a row still
     being written is left out. Files from before episodes.csv had a `time` column give None."""
     path = episodes_csv(run)
@@ -52,7 +53,7 @@ def read_episodes(run: str) -> List[Episode]:
             for r in rows if r["evaluation"] == "0"]
 
 
-def curve(episodes: Sequence[Episode], window: int, start_time: Optional[float] = None) -> List[Row]:
+def curve(episodes: Sequence[Episode], window: int, start_time: float | None = None) -> list[Row]:
     """One row per episode: its env frames, wall seconds since `start_time` (default: the first
     episode's time), and the mean return over the last `window` episodes."""
     if start_time is None:
@@ -65,7 +66,7 @@ def curve(episodes: Sequence[Episode], window: int, start_time: Optional[float] 
     return rows
 
 
-def parse_run_spec(spec: str) -> Tuple[str, List[str]]:
+def parse_run_spec(spec: str) -> tuple[str, list[str]]:
     """'LABEL=RUN,RUN' -> (LABEL, [RUN, RUN]); a bare RUN is labelled by its name."""
     if "=" in spec:
         label, runs = spec.split("=", 1)
@@ -90,8 +91,8 @@ def band(curves, points: int = 200):
     return grid, values.mean(axis=0), values.min(axis=0), values.max(axis=0)
 
 
-def draw(path: str, groups: Dict[str, List[List[Row]]], x: str = "frames", game: Optional[str] = None,
-         threshold: Optional[float] = None, title: Optional[str] = None) -> Dict[str, tuple]:
+def draw(path: str, groups: dict[str, list[list[Row]]], x: str = "frames", game: str | None = None,
+         threshold: float | None = None, title: str | None = None) -> dict[str, tuple]:
     """Writes the plot to `path` (.png or .svg, 880 x 550 pixels as PNG): one line per single-run
     group; for a group of several runs their mean over the frames (or minutes) all of them reached,
     and the min-max band. Returns each group's plotted line, label -> (x values, y values)."""
@@ -134,7 +135,7 @@ def draw(path: str, groups: Dict[str, List[List[Row]]], x: str = "frames", game:
     return plotted
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="seed-plot", description=__doc__.split("\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog=__doc__.split("\n", 2)[2])

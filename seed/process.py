@@ -6,10 +6,10 @@ import os
 import re
 import signal
 import sys
-import threading
 import tempfile
+import threading
 import time
-from typing import Iterator, Optional
+from collections.abc import Iterator
 
 # grpcio's EventEngine client and listener (its default I/O path) read and write
 # sockets on a pool of their own threads, so every message also wakes one of
@@ -45,7 +45,7 @@ class _Console(logging.Filter):
         return self.verbose or record.levelno >= logging.WARNING or getattr(record, "console", False)
 
 
-def setup_logging(logdir: Optional[str], process_name: str, verbose: bool = False) -> Optional[str]:
+def setup_logging(logdir: str | None, process_name: str, verbose: bool = False) -> str | None:
     """Logs everything to LOGDIR/logs/<process_name>.log (when there is a LOGDIR) and to stderr what a
     user needs there: CONSOLE records, warnings and errors; every INFO record too when `verbose`."""
     root = logging.getLogger()

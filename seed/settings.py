@@ -5,7 +5,7 @@ binding, rather than a division by zero, a batcher that spins on empty
 batches or a learner that waits for a batch no actor can fill.
 """
 import math
-from typing import Callable
+from collections.abc import Callable
 
 
 def _require(configurable: str, values: dict, ok: Callable[[float], bool], wanted: str) -> None:

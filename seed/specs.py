@@ -1,9 +1,7 @@
 """What the learner and its actors must agree on about an environment."""
 import dataclasses
-from typing import Optional, Tuple
 
 import numpy as np
-
 
 DISCRETE_ACTION_DTYPE = np.dtype("<i4")
 # `terminated` codes an env family's step gives (and the wire carries): 0 running, 1 the episode ended,
@@ -18,9 +16,9 @@ class ActionSpec:
     """An env's actions: discrete (`num_actions` > 0; int32 on the wire) or continuous (`shape`,
     with per-element bounds `low` / `high` flattened in C order; float32 on the wire)."""
     num_actions: int = 0
-    shape: Tuple[int, ...] = ()
-    low: Tuple[float, ...] = ()
-    high: Tuple[float, ...] = ()
+    shape: tuple[int, ...] = ()
+    low: tuple[float, ...] = ()
+    high: tuple[float, ...] = ()
 
     @classmethod
     def discrete(cls, num_actions: int) -> "ActionSpec":
@@ -43,7 +41,7 @@ class ActionSpec:
         return DISCRETE_ACTION_DTYPE if self.is_discrete else CONTINUOUS_ACTION_DTYPE
 
     @property
-    def wire_shape(self) -> Tuple[int, ...]:
+    def wire_shape(self) -> tuple[int, ...]:
         """One env's action: () for a discrete action, `shape` for a continuous one."""
         return () if self.is_discrete else self.shape
 
@@ -65,11 +63,11 @@ class EnvSpec:
     to environment frames (the ALE frame skip); budgets and progress are reported in frames,
     like SEED RL.
     """
-    observation_shape: Tuple[int, ...]
+    observation_shape: tuple[int, ...]
     observation_dtype: str
     num_actions: int
     frames_per_step: int = 1
-    action: Optional[ActionSpec] = None
+    action: ActionSpec | None = None
 
     def __post_init__(self):
         if self.action is None:

@@ -7,10 +7,10 @@ import json
 
 import numpy as np
 
-from learner.distribution import create_strategy
-from learner.optimizers import create_optimizer
 from learner.agents.vtrace.training import VTraceLoss, VTraceTrainer
+from learner.distribution import create_strategy
 from learner.networks import ActorCriticNetwork
+from learner.optimizers import create_optimizer
 from tests.learner.agents.test_vtrace_training import random_unrolls
 
 strategy = create_strategy("mirrored", cpu_replicas=2)

@@ -7,7 +7,7 @@ import socket
 import subprocess
 import sys
 import time
-from typing import List, Sequence
+from collections.abc import Sequence
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -49,7 +49,8 @@ def wait_for_address(logdir, learner: subprocess.Popen, timeout_s: float = 120.0
     raise AssertionError(f"learner did not listen within {timeout_s} s:\n{learner_output(logdir)}")
 
 
-def start_actors(logdir, config: str, address: str, num_actors: int, bindings: Sequence[str] = ()) -> List[subprocess.Popen]:
+def start_actors(logdir, config: str, address: str, num_actors: int,
+                 bindings: Sequence[str] = ()) -> list[subprocess.Popen]:
     actors = []
     for i in range(num_actors):
         args = [sys.executable, "-m", "actors", "--logdir", str(logdir), "--learner_address", address,
@@ -89,7 +90,7 @@ def learner_output(logdir) -> str:
     return path.read_text()[-5000:] if path.exists() else ""
 
 
-def stop(processes, timeout_s: float = 30.0) -> List[int]:
+def stop(processes, timeout_s: float = 30.0) -> list[int]:
     """SIGTERM, wait, then SIGKILL what is left; returns the exit codes."""
     for p in processes:
         if p.poll() is None:

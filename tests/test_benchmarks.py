@@ -94,7 +94,8 @@ def test_learning_benchmark_trains_a_real_run_to_its_frame_budget_and_writes_its
     assert summary[0]["final_frames"] >= 8000 and summary[0]["frames_to_threshold"] is not None
     assert any("env_frames" in r and "benchmark" not in r for r in records), "no progress line"
     # The copies a result commits sit beside the run directory, and --plot reads them as it would the run.
-    assert (tmp_path / "smoke_seed3_episodes.csv").read_text() == (tmp_path / "smoke_seed3" / "episodes.csv").read_text()
+    assert ((tmp_path / "smoke_seed3_episodes.csv").read_text()
+            == (tmp_path / "smoke_seed3" / "episodes.csv").read_text())
     assert json.loads((tmp_path / "smoke_seed3_segments.json").read_text())[0][1] is not None
     lines = (tmp_path / "smoke_seed3_episodes_curve.csv").read_text().splitlines()
     assert lines[0] == "env_frames,wall_s,mean_return_last_100"
@@ -165,7 +166,8 @@ def test_learning_benchmark_reads_existing_runs_returns_at_frame_marks_and_the_f
     assert summary["return_at_10M"] is None  # the run never got there
     # The 3-episode mean first reaches +18 at i = 40 (returns 17, 18, 19): 4.1M frames, 4,000 s after
     # the first episode.
-    assert (summary["threshold"], summary["frames_to_threshold"], summary["wall_s_to_threshold"]) == (18.0, 4_100_000, 4000.0)
+    assert ((summary["threshold"], summary["frames_to_threshold"], summary["wall_s_to_threshold"])
+            == (18.0, 4_100_000, 4000.0))
     assert summary["episodes"] == 60  # the evaluation episode is left out
     assert (tmp_path / "out" / "run_curve.csv").exists() and (tmp_path / "out" / "existing.png").exists()
     # A copy of episodes.csv reads the same; the run takes the file's name.
@@ -266,11 +268,12 @@ def test_replay_mixes_table_reads_each_runs_curve_and_each_mixs_throughput_measu
     write_curve("mix_breakout_uniform_seed1", [200.0] * 120)  # another game's: not in Pong's table
     pong = {"env": "atari", "game": None, "results": [{"mix": "default", "env_frames_ratio_to_default": 1.0},
                                                       {"mix": "uniform", "env_frames_ratio_to_default": 0.58}]}
-    breakout = {"env": "atari", "game": "Breakout", "results": [{"mix": "uniform", "env_frames_ratio_to_default": 0.61}]}
+    breakout = {"env": "atari", "game": "Breakout",
+                "results": [{"mix": "uniform", "env_frames_ratio_to_default": 0.61}]}
     (tmp_path / "pong.json").write_text(json.dumps(pong))
     (tmp_path / "breakout.json").write_text(json.dumps(breakout))
-    out = subprocess.run([sys.executable, "benchmarks/replay_mixes.py", "--table", "Pong", "--curves_dir", str(tmp_path),
-                          "--throughput", str(tmp_path / "breakout.json"), str(tmp_path / "pong.json")],
+    out = subprocess.run([sys.executable, "benchmarks/replay_mixes.py", "--table", "Pong", "--curves_dir",
+                          str(tmp_path), "--throughput", str(tmp_path / "breakout.json"), str(tmp_path / "pong.json")],
                          cwd=REPO_ROOT, env=child_env(), capture_output=True, text=True, timeout=120, check=True).stdout
     header, rule, *rows = out.splitlines()
     assert header.split(" | ")[2:6] == ["+18 first at", "at 2.5M", "at 5M", "at 10M"] and rule.count("|---") == 8
@@ -282,17 +285,18 @@ def test_replay_mixes_table_reads_each_runs_curve_and_each_mixs_throughput_measu
         ["uniform", "mix_pong_uniform_seed2", "-", "10.0", "19.0", "-", "19.0 (6.00M)", "0.58"],
         # Two seeds or more: the median crossing over those that crossed, the mean where all got that far.
         ["uniform", "2 seeds: median, mean", "10.00M (10.00-10.00M), 1 of 2 reached", "14.0", "18.5", "-", "18.5", ""]]
-    marked = subprocess.run([sys.executable, "benchmarks/replay_mixes.py", "--table", "Pong", "--curves_dir", str(tmp_path),
-                             "--marks", "300k", "2.4M"], cwd=REPO_ROOT, env=child_env(), capture_output=True, text=True,
-                            timeout=120, check=True).stdout.splitlines()
+    marked = subprocess.run([sys.executable, "benchmarks/replay_mixes.py", "--table", "Pong", "--curves_dir",
+                             str(tmp_path), "--marks", "300k", "2.4M"], cwd=REPO_ROOT, env=child_env(),
+                            capture_output=True, text=True, timeout=120, check=True).stdout.splitlines()
     # A mark reads the mean as it stood there: at 2.4M seed 1 still had its -21s, at 2.5M its first 18.
     assert marked[0].split(" | ")[3:5] == ["at 300k", "at 2.4M"] and "| -21.0 | -21.0 |" in marked[3]
     bad_mark = subprocess.run([sys.executable, "benchmarks/replay_mixes.py", "--table", "Pong", "--marks", "5X"],
                               cwd=REPO_ROOT, env=child_env(), capture_output=True, text=True, timeout=120)
     assert bad_mark.returncode == 2 and "--marks 5X: not a frame count" in bad_mark.stderr
-    breakout_table = subprocess.run([sys.executable, "benchmarks/replay_mixes.py", "--table", "Breakout", "--curves_dir",
-                                     str(tmp_path), "--throughput", str(tmp_path / "pong.json")], cwd=REPO_ROOT,
-                                    env=child_env(), capture_output=True, text=True, timeout=120, check=True).stdout
+    breakout_table = subprocess.run([sys.executable, "benchmarks/replay_mixes.py", "--table", "Breakout",
+                                     "--curves_dir", str(tmp_path), "--throughput", str(tmp_path / "pong.json")],
+                                    cwd=REPO_ROOT, env=child_env(), capture_output=True, text=True, timeout=120,
+                                    check=True).stdout
     # Measured only on Pong, the ratio names the game it comes from.
     assert breakout_table.splitlines()[2].endswith("| 200.0 (12.00M) | 0.58 (Pong) |")
     refused = subprocess.run([sys.executable, "benchmarks/replay_mixes.py", "--table", "Qbert"], cwd=REPO_ROOT,

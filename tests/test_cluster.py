@@ -84,13 +84,15 @@ def test_seed_launch_runs_learner_and_actor_replicas_and_restarts_a_killed_actor
     replica = launch(tmp_path, cluster_spec("workerpool1", 0, learner_address, actors), "--actors_per_replica", "2",
                      *bindings)
     try:
-        wait_until(lambda: last_progress(tmp_path).get("env_frames", 0) > 2000, 180, "training steps from the actor replica")
+        wait_until(lambda: last_progress(tmp_path).get("env_frames", 0) > 2000, 180,
+                   "training steps from the actor replica")
         actor_pids = children(replica.pid)
         assert len(actor_pids) == 2
         os.kill(actor_pids[0], signal.SIGKILL)  # as the OOM killer would
         wait_until(lambda: len(set(children(replica.pid)) - set(actor_pids)) == 1, 60, "the actor's restart")
         frames = last_progress(tmp_path).get("env_frames", 0)
-        wait_until(lambda: last_progress(tmp_path).get("env_frames", 0) > frames + 2000, 120, "training after the restart")
+        wait_until(lambda: last_progress(tmp_path).get("env_frames", 0) > frames + 2000, 120,
+                   "training after the restart")
         log = (tmp_path / "logs" / "launch_actors_0.log").read_text()
         assert "died from signal 9; restarting it" in log
 
@@ -99,7 +101,8 @@ def test_seed_launch_runs_learner_and_actor_replicas_and_restarts_a_killed_actor
         os.kill(learner_pid, signal.SIGKILL)
         wait_until(lambda: children(learner.pid) not in ([], [learner_pid]), 60, "the learner's restart")
         # The new learner resumed from a checkpoint at most ~1 s old and the actors stream to it again.
-        wait_until(lambda: last_progress(tmp_path).get("frames", 0) > trained + 2000, 180, "training after the learner restart")
+        wait_until(lambda: last_progress(tmp_path).get("frames", 0) > trained + 2000, 180,
+                   "training after the learner restart")
         log = (tmp_path / "logs" / "launch_learner.log").read_text()
         assert "learner process 0 died from signal 9; restarting it" in log and "restart 1 of 3" in log
         assert "resuming at" in (tmp_path / "logs" / "learner.log").read_text()

@@ -100,7 +100,8 @@ def test_atari_smoke_trains_checkpoints_and_resumes(tmp_path):
     actor_bindings = ["run_actor.num_envs=2"]
     frames_per_update = 2 * 20 * 4
     steps_per_update = 2 * 2  # atari_vtrace.gin's 2 epochs of 2 minibatches
-    run_to_budget(tmp_path, "atari_vtrace.gin", 2, bindings + [f"run_learner.total_environment_frames={200 * frames_per_update}"],
+    run_to_budget(tmp_path, "atari_vtrace.gin", 2,
+                  bindings + [f"run_learner.total_environment_frames={200 * frames_per_update}"],
                   actor_bindings, timeout_s=600)
     assert checkpoint_counters(tmp_path) == (200 * frames_per_update, 200 * steps_per_update)
     records = [json.loads(line) for line in (tmp_path / "progress.jsonl").read_text().splitlines()]
@@ -112,18 +113,21 @@ def test_atari_smoke_trains_checkpoints_and_resumes(tmp_path):
 
     # The resumed run makes the same gradient steps with the minibatch loop in one compiled call, a change
     # of settings it is told to accept.
-    run_to_budget(tmp_path, "atari_vtrace.gin", 2, bindings + [f"run_learner.total_environment_frames={300 * frames_per_update}",
-                                                               "VTraceTrainer.minibatch_loop_in_graph=True"],
+    run_to_budget(tmp_path, "atari_vtrace.gin", 2,
+                  bindings + [f"run_learner.total_environment_frames={300 * frames_per_update}",
+                              "VTraceTrainer.minibatch_loop_in_graph=True"],
                   actor_bindings, timeout_s=600, learner_flags=["--resume_with_changes"])
     assert f"resuming at 32000 environment frames, {200 * steps_per_update} gradient steps" in (
         tmp_path / "logs" / "learner.log").read_text()
-    assert checkpoint_counters(tmp_path) == (300 * frames_per_update, 300 * steps_per_update)  # optimizer step continued, not restarted
+    assert checkpoint_counters(tmp_path) == (300 * frames_per_update,
+                                             300 * steps_per_update)  # optimizer step continued, not restarted
 
 
 def test_vtrace_learns_cartpole_on_two_mirrored_replicas(tmp_path):
     """The same learning bar with the update split over two (logical CPU) replicas."""
     best = train_until_solved(tmp_path, "classic_vtrace.gin",
-                              ["run_learner.seed=1", "create_strategy.kind='mirrored'", "create_strategy.cpu_replicas=2"],
+                              ["run_learner.seed=1", "create_strategy.kind='mirrored'",
+                               "create_strategy.cpu_replicas=2"],
                               ["run_actor.num_envs=4"], window=20)
     assert "training on 2 replicas (MirroredStrategy)" in (tmp_path / "logs" / "learner.log").read_text()
     assert best >= 195, f"best mean return over 20 episodes within {CARTPOLE_STEP_BUDGET} steps: {best:.1f}"
@@ -151,7 +155,8 @@ def test_vtrace_with_replay_counts_fresh_frames_reports_its_mix_and_resumes(tmp_
     assert all(r["data/elite_distance"] >= 0 and r["data/attentive_distance"] >= 0
                and 0 < r["data/prioritised_loss_weight"] <= 1 for r in mixed)
 
-    run_to_budget(tmp_path, "classic_vtrace.gin", 2, bindings + [f"run_learner.total_environment_frames={budget + 800}"],
+    run_to_budget(tmp_path, "classic_vtrace.gin", 2,
+                  bindings + [f"run_learner.total_environment_frames={budget + 800}"],
                   ["run_actor.num_envs=4"], timeout_s=300)
     # The replay is not checkpointed: the resumed run fills it again before its first update.
     assert checkpoint_counters(tmp_path) == (budget + first + 7 * later, 108)

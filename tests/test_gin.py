@@ -26,7 +26,8 @@ def test_unknown_binding_fails_at_start_in_one_line_with_the_nearest_name(role, 
 
 def test_a_misspelt_configurable_name_stops_the_learner_and_the_actor_skips_only_what_it_does_not_register(tmp_path):
     binding = "create_gym_env.env_id='CartPole-v1'"  # create_gym_envs, misspelt
-    result = run_role("learner", "--gin_config", "classic_vtrace.gin", "--logdir", str(tmp_path), "--gin_bindings", binding)
+    result = run_role("learner", "--gin_config", "classic_vtrace.gin", "--logdir", str(tmp_path), "--gin_bindings",
+                      binding)
     assert result.returncode != 0
     assert "did you mean 'create_gym_envs'?" in result.stderr.strip().splitlines()[-1], result.stderr
     import actors.actor  # noqa: F401  the actor's configurables, without the learner's

@@ -6,7 +6,6 @@ import importlib.util
 import pathlib
 
 from mkdocs.exceptions import PluginError
-from mkdocs.structure.files import File
 
 GENERATOR = pathlib.Path(__file__).resolve().parent.parent / "gen_parameters.py"
 PAGE = "parameters.md"

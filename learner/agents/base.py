@@ -22,7 +22,8 @@ folder's agent.py, which registers it and its gin configurables), and one gin fi
 """
 import dataclasses
 import threading
-from typing import Callable, ClassVar, Dict, Optional, Protocol, Tuple, runtime_checkable
+from collections.abc import Callable
+from typing import ClassVar, Protocol, runtime_checkable
 
 import gin
 import numpy as np
@@ -47,7 +48,7 @@ class AgentContext:
     max_slots: int
     schedule_frames: int
     stop: threading.Event
-    strategy: Optional[tf.distribute.Strategy] = None
+    strategy: tf.distribute.Strategy | None = None
 
     def distribution_strategy(self) -> tf.distribute.Strategy:
         return self.strategy or tf.distribute.get_strategy()
@@ -60,8 +61,8 @@ class EvaluationPolicy:
     argmax is the greedy action, or for continuous actions `greedy(outputs)` gives the actions
     [B, *shape] themselves."""
     network: object
-    scores: Optional[Callable[[object], tf.Tensor]]
-    greedy: Optional[Callable[[object], tf.Tensor]] = None
+    scores: Callable[[object], tf.Tensor] | None
+    greedy: Callable[[object], tf.Tensor] | None = None
 
     def actions(self, outputs) -> np.ndarray:
         if self.greedy is not None:
@@ -76,24 +77,24 @@ class Agent(Protocol):
     #: Trains under a tf.distribute strategy with several replicas (create_strategy.kind).
     supports_strategy: ClassVar[bool]
     #: The action kinds it acts in: 'discrete' and/or 'continuous' (seed.specs.ActionSpec).
-    action_kinds: ClassVar[Tuple[str, ...]]
+    action_kinds: ClassVar[tuple[str, ...]]
     #: Size of the per-env recurrent state the learner keeps between steps (0: none).
     state_size: int
     #: The optimizer whose learning rate the progress line shows, or None for an agent that never trains.
-    optimizer: Optional[object]
+    optimizer: object | None
     #: Per-slot bool: slots whose episodes are evaluation episodes (reported apart), or None.
-    evaluation_slots: Optional[np.ndarray]
+    evaluation_slots: np.ndarray | None
     #: The batched policy act() calls, a tf.function traced once for every batch size
     #: (learner.inference.batched_policy), or None for an agent without a network.
-    policy: Optional[Callable]
+    policy: Callable | None
 
     def __init__(self, context: AgentContext): ...
 
     @classmethod
-    def evaluation_policy(cls, spec: EnvSpec, num_stacked_frames: int) -> Optional[EvaluationPolicy]:
+    def evaluation_policy(cls, spec: EnvSpec, num_stacked_frames: int) -> EvaluationPolicy | None:
         """The policy `seed-eval` restores and plays greedily, or None when there is none."""
 
-    def act(self, slot_ids: np.ndarray, inputs, steps) -> Tuple[np.ndarray, np.ndarray]:
+    def act(self, slot_ids: np.ndarray, inputs, steps) -> tuple[np.ndarray, np.ndarray]:
         """One batched policy call: actions [B] and new core state [B, state_size] for the slots'
         `inputs` (learner.slots.StepInputs), recording what training needs from the same data."""
 
@@ -103,27 +104,27 @@ class Agent(Protocol):
     def next_batch(self, stop: threading.Event):
         """The next training batch, waiting for the agent's data source; None once `stop` is set."""
 
-    def update(self, batch) -> Tuple[Dict[str, float], int]:
+    def update(self, batch) -> tuple[dict[str, float], int]:
         """Trains on `batch`. Returns metrics, including 'update_applied' (False when a non-finite
         loss or gradient was skipped), and the environment frames newly collected that this update
         accounts for, whether or not it was applied: the fresh frames its batch took from the queue,
         or the frames inserted into replay since the last update; the learner's frame budget
         counts them."""
 
-    def trackables(self) -> Dict[str, object]:
+    def trackables(self) -> dict[str, object]:
         """TensorFlow objects the checkpoint holds, by name ('agent': the network acting uses)."""
 
-    def checkpoint_sidecars(self) -> Dict[str, object]:
+    def checkpoint_sidecars(self) -> dict[str, object]:
         """Objects with save_state(path) / load_state(path) / state_nbytes saved beside a checkpoint."""
 
-    def data_metrics(self) -> Dict[str, float]:
+    def data_metrics(self) -> dict[str, float]:
         """Scalars about the data source (queue depth, replay fill, rates) for progress and TensorBoard."""
 
     def describe_data(self) -> str:
         """A short text of the data source's state for the progress line."""
 
 
-AGENTS: Dict[str, type] = {}
+AGENTS: dict[str, type] = {}
 
 
 def agents_that(predicate: Callable[[type], bool]) -> str:

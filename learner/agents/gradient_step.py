@@ -1,6 +1,6 @@
 """The gradient step every agent's update ends with: clip by global norm, skip a non-finite
 step, apply. An agent writes its loss and gradients; this owns the rest."""
-from typing import Callable, Dict, Sequence
+from collections.abc import Callable, Sequence
 
 import tensorflow as tf
 
@@ -39,7 +39,7 @@ class GradientStep:
 
     METRICS = ("gradient_norm", "update_applied")  # what apply() returns
 
-    def apply(self, loss: tf.Tensor, gradients: Sequence[tf.Tensor]) -> Dict[str, tf.Tensor]:
+    def apply(self, loss: tf.Tensor, gradients: Sequence[tf.Tensor]) -> dict[str, tf.Tensor]:
         """Inside the compiled update: clips, applies unless the loss or the norm is not finite, and
         returns METRICS: 'gradient_norm' (before clipping) and 'update_applied'."""
         gradients, norm = tf.clip_by_global_norm(list(gradients), self.max_gradient_norm)

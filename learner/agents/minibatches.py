@@ -1,6 +1,6 @@
 """Several epochs of shuffled minibatches over one batch of unrolls (PPO's reuse of a batch),
 shared by the agents that train on unrolls."""
-from typing import Callable, Dict, Union
+from collections.abc import Callable
 
 import numpy as np
 
@@ -10,12 +10,12 @@ PER_UNROLL = "per_unroll/"
 PER_UNROLL_ERRORS = PER_UNROLL + "errors"  # V-trace's per-unroll errors, prioritised replay's priorities
 PER_UNROLL_VALUES = PER_UNROLL + "values"  # PPO's values of each trained step, [rows, T]
 
-Batch = Dict[str, np.ndarray]
+Batch = dict[str, np.ndarray]
 
 
-def train_in_minibatches(update: Callable[[Batch], Dict[str, float]],
-                         batch: Union[Batch, Callable[[Dict[str, np.ndarray]], Batch]],
-                         epochs: int, minibatches: int, rng: np.random.Generator) -> Dict[str, float]:
+def train_in_minibatches(update: Callable[[Batch], dict[str, float]],
+                         batch: Batch | Callable[[dict[str, np.ndarray]], Batch],
+                         epochs: int, minibatches: int, rng: np.random.Generator) -> dict[str, float]:
     """Calls `update` on `epochs` x `minibatches` minibatches of whole unrolls (batch-major [B, ...]
     arrays), reshuffled every epoch; returns the steps' metrics averaged, with 'update_applied' true
     when any step was applied and 'skipped_steps' the count of non-finite steps skipped. PER_UNROLL
@@ -23,7 +23,7 @@ def train_in_minibatches(update: Callable[[Batch], Dict[str, float]],
     before every epoch from the PER_UNROLL arrays of the epochs so far (empty before the first): PPO's
     advantages from the values its minibatches computed in the previous epoch."""
     epoch_batch = batch if callable(batch) else lambda per_unroll: batch
-    per_unroll: Dict[str, np.ndarray] = {}
+    per_unroll: dict[str, np.ndarray] = {}
     if epochs == 1 and minibatches == 1:
         return update(epoch_batch(per_unroll))
     steps = []
@@ -46,7 +46,7 @@ def epoch_minibatches(size: int, minibatches: int, rng: np.random.Generator):
     return np.array_split(rng.permutation(size), minibatches)
 
 
-def average_steps(steps) -> Dict[str, float]:
+def average_steps(steps) -> dict[str, float]:
     """Gradient steps' scalar metrics averaged over the applied steps, with 'update_applied' true when
     any step was applied and 'skipped_steps' the count of non-finite steps skipped."""
     # A skipped (non-finite) step's NaN must not reach the averages.

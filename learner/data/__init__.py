@@ -6,10 +6,10 @@ Every batch source the agents use (UnrollMix, RateLimitedSampler) has one interf
 `DataSource`, and its pace is one `RateLimit`."""
 import dataclasses
 import threading
-from typing import Dict, Optional, Protocol
+from typing import Protocol
 
 
-def available_memory_bytes() -> Optional[int]:
+def available_memory_bytes() -> int | None:
     """MemAvailable from /proc/meminfo; None where there is none."""
     try:
         with open("/proc/meminfo") as f:
@@ -36,7 +36,7 @@ class RateLimit:
     item inserted (the replay ratio); None leaves the pace to the fresh data. The producers'
     side is the queue's capacity: a full queue blocks inference (back-pressure)."""
     min_size: int = 0
-    samples_per_insert: Optional[float] = None
+    samples_per_insert: float | None = None
 
     def filled(self, size: int) -> bool:
         return size >= self.min_size
@@ -53,5 +53,5 @@ class DataSource(Protocol):
     def next_batch(self, stop: threading.Event):
         """The next batch, waiting as the source's RateLimit says; None once `stop` is set."""
 
-    def metrics(self) -> Dict[str, float]:
+    def metrics(self) -> dict[str, float]:
         """Scalars for the progress record and TensorBoard."""

@@ -17,7 +17,7 @@ numbers them:
 """
 import queue
 import threading
-from typing import Callable, Optional
+from collections.abc import Callable
 
 import gin
 import numpy as np
@@ -87,8 +87,9 @@ class EliteSampler(Sampler):
     """
 
     def __init__(self, ring, count: int, rng: np.random.Generator, encode: Callable[[Unrolls], np.ndarray],
-                 total_updates: int, features: str = "core", strategy: str = "lowest", distance: str = "ln_norm", norm_order: float = 2.0,
-                 lambda_batch_multiplier: float = 2.0, alfa_annealing_factor: float = 1.0, prefetch: int = 2):
+                 total_updates: int, features: str = "core", strategy: str = "lowest", distance: str = "ln_norm",
+                 norm_order: float = 2.0, lambda_batch_multiplier: float = 2.0, alfa_annealing_factor: float = 1.0,
+                 prefetch: int = 2):
         if strategy not in STRATEGIES:
             raise ValueError(f"EliteSampler.strategy={strategy!r} is unknown; use {', '.join(STRATEGIES)}")
         if distance not in DISTANCES:
@@ -109,11 +110,11 @@ class EliteSampler(Sampler):
         self.strategy, self.distance, self.norm_order = strategy, distance, norm_order
         self.multiplier, self.annealing = lambda_batch_multiplier, alfa_annealing_factor
         self.prefetch = prefetch
-        self._prepared: Optional[queue.Queue] = None
-        self._thread: Optional[threading.Thread] = None
+        self._prepared: queue.Queue | None = None
+        self._thread: threading.Thread | None = None
         self._closed = threading.Event()
         self._update = 0  # the latest update the training thread asked at; the thread anneals by it
-        self._error: Optional[BaseException] = None
+        self._error: BaseException | None = None
 
     def prepare(self, update: int) -> Drawn:
         """One batch's choice: candidates, their distances under the current policy, the strategy's pick."""
@@ -130,7 +131,7 @@ class EliteSampler(Sampler):
                      generations[chosen], metrics={"distance": float(distances[chosen].mean()),
                                                    "candidate_distance": float(distances.mean()), "lambda": lam})
 
-    def draw(self, update: int, fresh: Unrolls, stop: threading.Event) -> Optional[Drawn]:
+    def draw(self, update: int, fresh: Unrolls, stop: threading.Event) -> Drawn | None:
         if not self.prefetch:
             return self.prepare(update)
         self._update = update

@@ -7,7 +7,7 @@ by their burn-in, but only their positions are repeated, never the frames.
 Priorities live in a sum tree, so sampling and updates cost O(log N).
 """
 import threading
-from typing import Dict, NamedTuple, Optional, Tuple
+from typing import NamedTuple
 
 import numpy as np
 
@@ -20,7 +20,7 @@ STEP_FIELDS = {"first": "bool", "terminated": "bool", "truncated": "bool", "rewa
 
 
 class FrameRing:
-    def __init__(self, capacity: int, frame_shape: Tuple[int, ...], dtype: str):
+    def __init__(self, capacity: int, frame_shape: tuple[int, ...], dtype: str):
         self.capacity = capacity
         self.frames = np.zeros((capacity, *frame_shape), dtype)
         self.written = 0  # frames ever written; absolute position p lives at p % capacity
@@ -36,7 +36,7 @@ class FrameRing:
 class SampledBatch(NamedTuple):
     indices: np.ndarray  # [B] replay indices, for update_priorities
     weights: np.ndarray  # [B] importance-sampling weights, max 1
-    sequences: Dict[str, np.ndarray]  # [B, L, ...], observation stacked [B, L, *frame, K]
+    sequences: dict[str, np.ndarray]  # [B, L, ...], observation stacked [B, L, *frame, K]
 
 
 def sequence_bytes(sequence_steps: int, state_size: int) -> int:
@@ -49,9 +49,9 @@ class SequenceReplay:
     """Sequences of `sequence_steps` = history (K-1) + burn-in + unroll + 1 steps."""
 
     def __init__(self, capacity_sequences: int, sequence_steps: int, new_steps_per_sequence: int,
-                 frame_shape: Tuple[int, ...], frame_dtype: str, num_stacked_frames: int, state_size: int,
+                 frame_shape: tuple[int, ...], frame_dtype: str, num_stacked_frames: int, state_size: int,
                  priority_exponent: float = 0.9, importance_exponent: float = 0.6,
-                 frame_slack: float = 0.125, seed: Optional[int] = None):
+                 frame_slack: float = 0.125, seed: int | None = None):
         self.capacity = capacity_sequences
         self.sequence_steps = sequence_steps
         self.num_stacked_frames = num_stacked_frames
@@ -80,7 +80,7 @@ class SequenceReplay:
     # Counters that, with the arrays, make a loaded replay continue exactly where the saved one was.
     _COUNTERS = ("size", "_next", "num_inserted", "num_dropped", "max_priority", "_next_scan")
 
-    def state(self) -> Dict[str, np.ndarray]:
+    def state(self) -> dict[str, np.ndarray]:
         """The replay as named arrays, for saving it with a checkpoint; hold `lock` while using them."""
         arrays = {"ring_frames": self.ring.frames, "ring_written": np.asarray(self.ring.written),
                   "frame_pos": self.frame_pos, "core_state": self.core_state, "oldest_frame": self.oldest_frame,
@@ -98,7 +98,8 @@ class SequenceReplay:
             if arrays[name].shape != value.shape or arrays[name].dtype != value.dtype:
                 raise ValueError(f"saved replay's {name} is {arrays[name].dtype}{list(arrays[name].shape)}, this "
                                  f"run's is {value.dtype}{list(value.shape)}: the replay settings changed since it "
-                                 "was saved; restore them, or set checkpoint_replay=False to start with an empty replay")
+                                 "was saved; restore them, or set checkpoint_replay=False to start with an empty "
+                                 "replay")
         with self.lock:
             for name in ("ring_frames", "frame_pos", "core_state", "oldest_frame"):
                 mine[name][...] = arrays[name]
@@ -128,7 +129,7 @@ class SequenceReplay:
         if stale.any():
             self.tree.set(np.flatnonzero(stale), np.zeros(int(stale.sum())))
 
-    def insert(self, sequences: Dict[str, np.ndarray]) -> None:
+    def insert(self, sequences: dict[str, np.ndarray]) -> None:
         """Adds complete sequences ([n, sequence_steps] fields, `frame_pos` and `core_state`)."""
         with self.lock:
             oldest = sequences["frame_pos"].min(axis=1)
@@ -207,7 +208,7 @@ class RateLimitedSampler:
             return 0.0
         return (self.rate.samples_per_insert * self.replay.num_inserted - self.sampled) / self.batch_size
 
-    def wait_for_training(self, stop: threading.Event, max_lag_updates: Optional[int]) -> bool:
+    def wait_for_training(self, stop: threading.Event, max_lag_updates: int | None) -> bool:
         """The other direction of the ratio, for the inference thread before it inserts: waits while
         training is more than `max_lag_updates` batches behind it (None: never), so a slow learner slows
         the actors instead of training less per env step. False if `stop` was set while waiting."""
@@ -220,7 +221,7 @@ class RateLimitedSampler:
                 self._inserted.wait(0.1)
         return True
 
-    def next_batch(self, stop: threading.Event) -> Optional[SampledBatch]:
+    def next_batch(self, stop: threading.Event) -> SampledBatch | None:
         with self._inserted:
             while not self._ready():
                 if stop.is_set():
@@ -230,6 +231,6 @@ class RateLimitedSampler:
             self._inserted.notify_all()  # an insert waiting for training may go on
         return self.replay.sample(self.batch_size)
 
-    def metrics(self) -> Dict[str, float]:
+    def metrics(self) -> dict[str, float]:
         return {"replay/size_sequences": self.replay.size, "replay/dropped_sequences": self.replay.num_dropped,
                 "replay/updates_owed": self.updates_owed()}

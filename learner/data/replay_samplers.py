@@ -5,7 +5,7 @@ A sampler draws the same number of unrolls every batch (its share of the batch).
 a `Drawn`: copies of the unrolls, the ring positions they came from, optional per-unroll loss
 weights, and scalars for the progress record."""
 import threading
-from typing import Dict, NamedTuple, Optional
+from typing import NamedTuple
 
 import gin
 import numpy as np
@@ -20,11 +20,11 @@ class Drawn(NamedTuple):
     positions: np.ndarray
     inserted_at: np.ndarray  # the update each came in at (its age)
     generations: np.ndarray  # its place's generation when taken (UnrollRing)
-    weights: Optional[np.ndarray] = None  # per-unroll loss weights; None: all 1
-    metrics: Dict[str, float] = {}
+    weights: np.ndarray | None = None  # per-unroll loss weights; None: all 1
+    metrics: dict[str, float] = {}
 
 
-def drawn(ring, positions: np.ndarray, chosen: Optional[np.ndarray] = None, **extra) -> Drawn:
+def drawn(ring, positions: np.ndarray, chosen: np.ndarray | None = None, **extra) -> Drawn:
     """The unrolls at `positions` (of those, the `chosen` indices) as one consistent Drawn."""
     unrolls, inserted_at, generations = ring.take(positions)
     if chosen is not None:
@@ -51,10 +51,10 @@ class Sampler:
     def inserted(self, positions: np.ndarray) -> None:
         """The ring just stored new unrolls at `positions`."""
 
-    def state(self) -> Dict[str, np.ndarray]:
+    def state(self) -> dict[str, np.ndarray]:
         return {}
 
-    def load_state(self, arrays: Dict[str, np.ndarray]) -> None:
+    def load_state(self, arrays: dict[str, np.ndarray]) -> None:
         pass
 
     def close(self) -> None:
@@ -76,8 +76,8 @@ class PrioritisedSampler(Sampler):
     """Prioritised replay of unrolls (Schaul et al. 2016, on LASER's shared replay): an unroll is drawn
     with probability proportional to priority^alpha, its priority the mean |v_s - V(x_s)| over its valid
     steps at the last update that trained on it, whichever source drew it (a new unroll gets its first
-    batch's error, or the largest priority seen until then). Each drawn unroll's loss is weighted by (N P)^-beta, scaled to
-    a largest weight of 1.
+    batch's error, or the largest priority seen until then). Each drawn unroll's loss is weighted by (N P)^-beta,
+    scaled to a largest weight of 1.
 
     Settings:
         `priority_exponent`: alpha (0.6; 0: uniform).
@@ -112,10 +112,10 @@ class PrioritisedSampler(Sampler):
         weights = (len(self.ring) * probabilities) ** -self.beta
         return drawn(self.ring, positions, weights=weights / weights.max())
 
-    def state(self) -> Dict[str, np.ndarray]:
+    def state(self) -> dict[str, np.ndarray]:
         return {"tree": self.tree.nodes.copy(), "max_priority": np.asarray(self.max_priority)}
 
-    def load_state(self, arrays: Dict[str, np.ndarray]) -> None:
+    def load_state(self, arrays: dict[str, np.ndarray]) -> None:
         if "tree" in arrays:
             self.tree.load(arrays["tree"])
             self.max_priority = float(arrays["max_priority"])

@@ -4,7 +4,6 @@ inserts wait while training is more than `max_lag_updates` gradient steps behind
 slow learner slows the actors instead of silently training less per env step (as the V-trace
 queue's back-pressure does)."""
 import threading
-from typing import Dict, Optional, Tuple
 
 import numpy as np
 
@@ -14,8 +13,8 @@ from learner.data import RateLimit
 class TransitionReplay:
     """A FIFO ring of `capacity` transitions, sampled uniformly. `fields` maps name -> (shape, dtype)."""
 
-    def __init__(self, capacity: int, fields: Dict[str, Tuple[Tuple[int, ...], str]], batch_size: int,
-                 rate: RateLimit, max_lag_updates: int, seed: Optional[int] = None):
+    def __init__(self, capacity: int, fields: dict[str, tuple[tuple[int, ...], str]], batch_size: int,
+                 rate: RateLimit, max_lag_updates: int, seed: int | None = None):
         self.capacity, self.batch_size, self.rate, self.max_lag_updates = capacity, batch_size, rate, max_lag_updates
         self._arrays = {name: np.zeros((capacity, *shape), dtype) for name, (shape, dtype) in fields.items()}
         self.size = 0
@@ -39,7 +38,7 @@ class TransitionReplay:
         owed = self.rate.samples_per_insert * (self.num_inserted - self.inserted_at_fill + 1)
         return (owed - self.sampled) / self.batch_size
 
-    def insert(self, transitions: Dict[str, np.ndarray], stop: threading.Event) -> bool:
+    def insert(self, transitions: dict[str, np.ndarray], stop: threading.Event) -> bool:
         """Adds transitions ([n, ...] fields); first waits while training lags the ratio by more than
         `max_lag_updates` steps. Returns False if `stop` was set while waiting."""
         n = len(next(iter(transitions.values())))
@@ -65,7 +64,7 @@ class TransitionReplay:
             return False
         return self._updates_owed() >= 1.0 if self.rate.samples_per_insert is not None else True
 
-    def next_batch(self, stop: threading.Event) -> Optional[Dict[str, np.ndarray]]:
+    def next_batch(self, stop: threading.Event) -> dict[str, np.ndarray] | None:
         """`batch_size` transitions sampled uniformly once the RateLimit allows; None on stop."""
         with self._cond:
             while not self._may_sample():
@@ -83,7 +82,7 @@ class TransitionReplay:
         """Held while `state()`'s arrays are in use: they are views of the live ring."""
         return self._cond
 
-    def state(self) -> Dict[str, np.ndarray]:
+    def state(self) -> dict[str, np.ndarray]:
         """The replay as named arrays (views); hold `lock` until they are written."""
         return {**{f"transitions/{k}": v[:self.size] for k, v in self._arrays.items()},
                 "num_inserted": np.asarray(self.num_inserted), "sampled": np.asarray(self.sampled),
@@ -106,6 +105,6 @@ class TransitionReplay:
             fill = int(arrays["inserted_at_fill"])
             self.inserted_at_fill = None if fill < 0 else fill
 
-    def metrics(self) -> Dict[str, float]:
+    def metrics(self) -> dict[str, float]:
         return {"replay/size_transitions": self.size, "replay/inserted": self.num_inserted,
                 "replay/updates_owed": self._updates_owed()}

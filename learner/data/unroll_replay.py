@@ -17,7 +17,7 @@ its loss weight (prioritised replay's importance weight, 1 elsewhere) per step, 
 tell replayed from fresh steps (CLEAR's terms, the per-source metrics).
 """
 import threading
-from typing import Callable, Dict, Optional, Sequence, Tuple
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -40,10 +40,10 @@ class UnrollRing:
     ahead (elite's prefetch) does not count towards the unroll that has replaced it. `lock` guards
     every access: elite sampling reads it from its own thread."""
 
-    def __init__(self, capacity: int, seed: Optional[int] = None):
+    def __init__(self, capacity: int, seed: int | None = None):
         self.capacity = capacity
         self.lock = threading.RLock()
-        self._buffers: Dict[str, np.ndarray] = {}
+        self._buffers: dict[str, np.ndarray] = {}
         self.inserted_at = np.zeros(capacity, np.int64)
         self.times_sampled = np.zeros(capacity, np.int64)
         self.generation = np.zeros(capacity, np.int64)
@@ -79,7 +79,7 @@ class UnrollRing:
         with self.lock:
             return {k: b[positions] for k, b in self._buffers.items()}
 
-    def take(self, positions: np.ndarray) -> Tuple[Unrolls, np.ndarray, np.ndarray]:
+    def take(self, positions: np.ndarray) -> tuple[Unrolls, np.ndarray, np.ndarray]:
         """The unrolls at `positions` with the update each came in at and its generation, in one view."""
         with self.lock:
             return self.gather(positions), self.inserted_at[positions], self.generation[positions]
@@ -100,7 +100,7 @@ class UnrollRing:
             np.add.at(self.times_sampled, positions[unchanged], 1)
         return first
 
-    def state(self) -> Dict[str, np.ndarray]:
+    def state(self) -> dict[str, np.ndarray]:
         """The stored unrolls and their ring position, as named arrays (to save with a checkpoint): views
         of the live buffers, so hold `lock` until they are written (no second copy of a large ring)."""
         with self.lock:
@@ -109,7 +109,7 @@ class UnrollRing:
                     "generation": self.generation, "writes": np.asarray(self._writes),
                     "next": np.asarray(self._next), "size": np.asarray(self._size)}
 
-    def field_shapes(self) -> Dict[str, Tuple[Tuple[int, ...], str]]:
+    def field_shapes(self) -> dict[str, tuple[tuple[int, ...], str]]:
         """Each stored field's per-unroll shape and dtype (empty before the first unroll)."""
         return {k: (tuple(b.shape[1:]), str(b.dtype)) for k, b in self._buffers.items()}
 
@@ -142,7 +142,7 @@ def split_counts(batch_size: int, ratios: Sequence[float]) -> np.ndarray:
     return counts
 
 
-def check_sources(sources: Dict[str, float], name: str) -> Dict[str, float]:
+def check_sources(sources: dict[str, float], name: str) -> dict[str, float]:
     """The `{kind: ratio}` mapping, refused with one line unless it is usable."""
     unknown = [k for k in sources if k not in SOURCE_KINDS]
     if unknown:
@@ -158,7 +158,7 @@ def check_sources(sources: Dict[str, float], name: str) -> Dict[str, float]:
 
 
 def build_sampler(kind: str, ring: UnrollRing, count: int, rng: np.random.Generator,
-                  encode: Optional[Callable[[Unrolls], np.ndarray]], total_updates: int, features: str):
+                  encode: Callable[[Unrolls], np.ndarray] | None, total_updates: int, features: str):
     """The sampler of a replay source; each gets a generator of its own (elite's runs on a thread)."""
     rng = np.random.default_rng(rng.integers(2 ** 63))
     if kind == "uniform":
@@ -189,9 +189,9 @@ class UnrollMix:
     candidate multipliers anneal over its updates); `features` says what those features are
     ('core' or 'policy_logits': only logits make elite's 'kl_div' meaningful)."""
 
-    def __init__(self, queue: UnrollQueue, sources: Dict[str, float], batch_size: int, replay_capacity: int,
-                 min_replay_unrolls: int, seed: Optional[int] = None, name: str = "VTraceAgent",
-                 encode: Optional[Callable[[Unrolls], np.ndarray]] = None, total_fresh_unrolls: int = 1,
+    def __init__(self, queue: UnrollQueue, sources: dict[str, float], batch_size: int, replay_capacity: int,
+                 min_replay_unrolls: int, seed: int | None = None, name: str = "VTraceAgent",
+                 encode: Callable[[Unrolls], np.ndarray] | None = None, total_fresh_unrolls: int = 1,
                  features: str = "core"):
         sources = check_sources(sources, f"{name}.sources")
         self.counts = dict(zip(sources, (int(c) for c in split_counts(batch_size, list(sources.values())))))
@@ -206,15 +206,17 @@ class UnrollMix:
         replay_kinds = [k for k in sources if k != "queue"]
         empty = [k for k in replay_kinds if self.counts[k] == 0]
         if empty:
-            raise ValueError(f"{name}.sources: a {empty[0]!r} share of {sources[empty[0]]:g} of batch_size {batch_size} "
-                             "rounds to no unroll per batch; raise the share or the batch size, or leave the source out")
+            raise ValueError(f"{name}.sources: a {empty[0]!r} share of {sources[empty[0]]:g} of batch_size "
+                             f"{batch_size} rounds to no unroll per batch; raise the share or the batch size, or leave "
+                             "the source out")
         if replay_kinds and min_replay_unrolls > replay_capacity:
             raise ValueError(f"{name}: min_replay_unrolls ({min_replay_unrolls}) must not exceed "
                              f"replay_capacity ({replay_capacity})")
         largest = max([self.counts[k] for k in replay_kinds if k in FEATURE_KINDS], default=0)
         if largest > min_replay_unrolls:  # elite and attentive choose among distinct stored unrolls
             raise ValueError(f"{name}: a batch takes {largest} unrolls from one elite or attentive source but "
-                             f"min_replay_unrolls is {min_replay_unrolls}; raise min_replay_unrolls to at least {largest}")
+                             f"min_replay_unrolls is {min_replay_unrolls}; raise min_replay_unrolls to at least "
+                             f"{largest}")
         self.queue = queue
         self.shares = {k: c / batch_size for k, c in self.counts.items()}
         self.ring = UnrollRing(replay_capacity, seed) if replay_kinds else None
@@ -227,9 +229,9 @@ class UnrollMix:
         self.updates = 0
         self.last_fresh = 0
         self._filled = 0
-        self._last: Dict[str, Drawn] = {}
+        self._last: dict[str, Drawn] = {}
         self._last_fresh_positions = np.zeros(0, np.int64)
-        self._metrics: Dict[str, float] = {}
+        self._metrics: dict[str, float] = {}
 
     @property
     def needs_features(self) -> bool:
@@ -241,7 +243,7 @@ class UnrollMix:
             sampler.inserted(positions)
         return positions
 
-    def next_batch(self, stop: threading.Event) -> Optional[Unrolls]:
+    def next_batch(self, stop: threading.Event) -> Unrolls | None:
         while self.ring is not None and not self.rate.filled(len(self.ring)):
             filling = self.queue.get_batch(self.fresh_per_batch, stop)
             if filling is None:
@@ -254,8 +256,8 @@ class UnrollMix:
         n, steps = next(iter(fresh.values())).shape[:2]
         parts = [{**fresh, "source": per_step(np.zeros(n, np.int32), steps),
                   "sample_weight": np.ones((n, steps), np.float32)}]
-        metrics: Dict[str, float] = {}
-        drawn_now: Dict[str, Drawn] = {}
+        metrics: dict[str, float] = {}
+        drawn_now: dict[str, Drawn] = {}
         for kind, sampler in self.samplers.items():
             drawn = sampler.draw(self.updates, fresh, stop)
             if drawn is None:
@@ -299,7 +301,7 @@ class UnrollMix:
         stored = len(self._last_fresh_positions)
         sampler.feedback(self._last_fresh_positions, errors[:self.fresh_per_batch][self.fresh_per_batch - stored:])
 
-    def metrics(self) -> Dict[str, float]:
+    def metrics(self) -> dict[str, float]:
         if not self.updates:  # no batch formed yet
             return {}
         out = {f"data/share_{k}": v for k, v in self.shares.items()}
@@ -307,7 +309,7 @@ class UnrollMix:
             out["data/replay_size"] = float(len(self.ring))
         return {**out, **self._metrics}
 
-    def state(self) -> Dict[str, np.ndarray]:
+    def state(self) -> dict[str, np.ndarray]:
         arrays = {"mix_updates": np.asarray(self.updates)}
         if self.ring is not None:
             arrays.update({f"ring/{k}": v for k, v in self.ring.state().items()})
@@ -315,11 +317,12 @@ class UnrollMix:
             arrays.update({f"{kind}/{k}": v for k, v in sampler.state().items()})
         return arrays
 
-    def load_state(self, arrays, fields: Optional[Dict[str, Tuple[Tuple[int, ...], str]]] = None) -> None:
+    def load_state(self, arrays, fields: dict[str, tuple[tuple[int, ...], str]] | None = None) -> None:
         """Puts back what `state` returned; with `fields` (name -> per-unroll shape and dtype, what this
         run stores) a ring saved with other fields (other sources or features) is refused in one line."""
         # A ring saved before its first unroll has no fields to compare (and nothing to load but its counters).
-        saved_size = int(arrays["ring/size" if "ring/size" in arrays else "uniform/size"]) if self.ring is not None else 0
+        saved_size = (int(arrays["ring/size" if "ring/size" in arrays else "uniform/size"]) if self.ring is not None
+                      else 0)
         if self.ring is not None and fields is not None and saved_size > 0:
             prefix = "ring/unroll_" if "ring/inserted_at" in arrays else "uniform/unroll_"
             saved = {k[len(prefix):]: (tuple(arrays[k].shape[1:]), str(arrays[k].dtype))

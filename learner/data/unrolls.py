@@ -7,11 +7,10 @@ transition is lost. All updates are index-array operations over the batch's slot
 """
 import collections
 import threading
-from typing import Dict, Optional, Tuple
 
 import numpy as np
 
-Unrolls = Dict[str, np.ndarray]  # name -> [n, T+1, ...]
+Unrolls = dict[str, np.ndarray]  # name -> [n, T+1, ...]
 
 
 class UnrollStore:
@@ -20,7 +19,7 @@ class UnrollStore:
     slot starts at `fresh_start`; rows before it are history that its first
     step's episode start masks out."""
 
-    def __init__(self, max_slots: int, unroll_length: int, fields: Dict[str, Tuple[Tuple[int, ...], str]],
+    def __init__(self, max_slots: int, unroll_length: int, fields: dict[str, tuple[tuple[int, ...], str]],
                  overlap: int = 1, fresh_start: int = 0):
         self.unroll_length = unroll_length
         self.overlap = overlap
@@ -29,7 +28,7 @@ class UnrollStore:
                          for name, (shape, dtype) in fields.items()}
         self._num_steps = np.full(max_slots, fresh_start, np.int64)
 
-    def append(self, slot_ids: np.ndarray, step: Dict[str, np.ndarray]) -> Optional[Unrolls]:
+    def append(self, slot_ids: np.ndarray, step: dict[str, np.ndarray]) -> Unrolls | None:
         """Adds one step per slot; returns the unrolls that became complete, if any."""
         positions = self._num_steps[slot_ids]
         for name, buffer in self._buffers.items():
@@ -78,7 +77,7 @@ class UnrollQueue:
             self._cond.notify_all()
         return True
 
-    def get_batch(self, batch_size: int, stop: threading.Event) -> Optional[Unrolls]:
+    def get_batch(self, batch_size: int, stop: threading.Event) -> Unrolls | None:
         """Waits for `batch_size` unrolls; returns them stacked [batch, T+1, ...], or None on stop."""
         with self._cond:
             while self._size < batch_size:

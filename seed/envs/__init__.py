@@ -12,7 +12,7 @@ whose game goes on: its `terminated` code says so
 (`seed.specs.TERMINATED_LIFE_LOST`), and the step after it ignores its action
 as a reset step does while the emulator plays on.
 """
-from typing import Callable, Dict, Optional, Tuple
+from collections.abc import Callable
 
 import gin
 import gymnasium
@@ -30,11 +30,11 @@ class ActorEnvs:
         self.num_envs = vector_env.num_envs
         self._obs_shape = (self.num_envs, *spec.observation_shape)
 
-    def reset(self, seed: Optional[int] = None) -> np.ndarray:
+    def reset(self, seed: int | None = None) -> np.ndarray:
         observations, _ = self._env.reset(seed=seed)
         return self._observations(observations)
 
-    def step(self, actions: np.ndarray) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(observations, float32 rewards, uint8 `terminated` codes as on the wire, bool truncated)."""
         actions = np.asarray(actions, np.int64 if self.spec.action.is_discrete else np.float32)
         observations, rewards, terminated, truncated, info = self._env.step(self._actions(actions))
@@ -61,7 +61,7 @@ class ActorEnvs:
 # Family name -> its gin-configurable factory(num_envs, ...). A family's configs bind its game or
 # task setting to the GAME macro (`create_atari_envs.game = %GAME`), so `--game` is one binding,
 # GAME='Breakout', in every family.
-FAMILIES: Dict[str, Callable[..., "ActorEnvs"]] = {}
+FAMILIES: dict[str, Callable[..., "ActorEnvs"]] = {}
 
 
 def register_family(name: str):

@@ -1,5 +1,6 @@
 """MuJoCo continuous control: gymnasium's v5 tasks (HalfCheetah, Hopper, Walker2d, Ant, Humanoid,
-InvertedPendulum, ...) through the `mujoco` wheel, an optional extra: .venv/bin/pip install -e '.[mujoco]' in the checkout.
+InvertedPendulum, ...) through the `mujoco` wheel, an optional extra:
+.venv/bin/pip install -e '.[mujoco]' in the checkout.
 
 Observations go on the wire as float32 (the simulator's float64 halves to the precision the
 networks use anyway); actions come back as float32 within the task's bounds. Normalising
@@ -29,7 +30,8 @@ def create_mujoco_envs(num_envs: int, task: str = "HalfCheetah-v5") -> ActorEnvs
     try:
         import mujoco  # noqa: F401  (gymnasium's MuJoCo envs import it lazily, with a less helpful error)
     except ImportError as e:
-        raise ValueError(f"MuJoCo task {task} needs the mujoco extra: .venv/bin/pip install -e '.[mujoco]' in the checkout ({e})") from e
+        raise ValueError(f"MuJoCo task {task} needs the mujoco extra: .venv/bin/pip install -e '.[mujoco]' in the "
+                         f"checkout ({e})") from e
     env = gym.make_vec(task, num_envs=num_envs, vectorization_mode="sync",
                        wrappers=[lambda e: gym.wrappers.TransformObservation(
                            e, lambda o: o.astype(np.float32),

@@ -6,7 +6,8 @@ TF_CONFIG `chief` or `master`); every replica of the second pool
 (`workerpool1`, `worker`) runs actors that connect to it.
 """
 import json
-from typing import Mapping, NamedTuple, Optional
+from collections.abc import Mapping
+from typing import NamedTuple
 
 LEARNER_POOLS = ("workerpool0", "chief", "master")
 ACTOR_POOLS = ("workerpool1", "worker")
@@ -66,7 +67,7 @@ def _role_from_spec(spec: dict, variable: str) -> ClusterRole:
                        f"nor an actor pool {ACTOR_POOLS}")
 
 
-def _first_present(cluster: dict, names) -> Optional[str]:
+def _first_present(cluster: dict, names) -> str | None:
     return next((name for name in names if cluster.get(name)), None)
 
 

@@ -19,7 +19,6 @@ import signal
 import subprocess
 import sys
 import time
-from typing import List
 
 from seed.launchers.cluster import ClusterError, ClusterRole, local_path, resolve_role
 from seed.process import setup_logging, stop_on_signals
@@ -27,8 +26,8 @@ from seed.process import setup_logging, stop_on_signals
 log = logging.getLogger("seed.launchers.launch")
 
 
-def role_commands(role: ClusterRole, gin_args: List[str], logdir: str, actors_per_replica: int,
-                  listen_host: str) -> List[List[str]]:
+def role_commands(role: ClusterRole, gin_args: list[str], logdir: str, actors_per_replica: int,
+                  listen_host: str) -> list[list[str]]:
     """The processes this replica runs, as argument lists."""
     if role.role == "learner":
         return [[sys.executable, "-m", "learner", "--logdir", logdir,
@@ -38,7 +37,7 @@ def role_commands(role: ClusterRole, gin_args: List[str], logdir: str, actors_pe
              "--actor_index", str(first + i), *gin_args] for i in range(actors_per_replica)]
 
 
-def supervise(commands: List[List[str]], role: str, max_learner_restarts: int = 3,
+def supervise(commands: list[list[str]], role: str, max_learner_restarts: int = 3,
               max_restart_backoff_s: float = 30.0) -> int:
     """Runs the commands until one exits by itself or we are told to stop; restarts actors that died
     from a signal, and the learner when it died from a signal or crashed (a bounded number of times)."""

@@ -19,7 +19,6 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Dict, List, Optional
 
 log = logging.getLogger("seed.launchers.ray_launch")
 
@@ -35,7 +34,7 @@ def _ray():
 class RoleProcess:
     """One seed role as a child process of a Ray actor on the node Ray chose."""
 
-    def __init__(self, module_args: List[str], env: Dict[str, str]):
+    def __init__(self, module_args: list[str], env: dict[str, str]):
         self._args = [sys.executable, "-m", *module_args]
         self._env = dict(os.environ, **env)
         self.restarts = 0
@@ -45,7 +44,7 @@ class RoleProcess:
         import ray
         return ray.get_runtime_context().get_node_id(), ray.util.get_node_ip_address()
 
-    def poll(self) -> Optional[int]:
+    def poll(self) -> int | None:
         return self._process.poll()
 
     def pid(self) -> int:
@@ -56,10 +55,10 @@ class RoleProcess:
         self._process = subprocess.Popen(self._args, env=self._env)
         return self._process.pid
 
-    def read_file(self, path: str) -> Optional[str]:
+    def read_file(self, path: str) -> str | None:
         return open(path).read() if os.path.exists(path) else None
 
-    def stop(self, timeout_s: float = 30.0) -> Optional[int]:
+    def stop(self, timeout_s: float = 30.0) -> int | None:
         if self._process.poll() is None:
             self._process.send_signal(signal.SIGTERM)
             try:
@@ -72,9 +71,9 @@ class RoleProcess:
 class RayJob:
     """Places, watches and stops one training job's processes."""
 
-    def __init__(self, gin_args: List[str], logdir: str, num_actors: int, learner_host: str = "0.0.0.0",
-                 learner_cpus: float = 1, learner_gpus: float = 0, learner_resources: Optional[dict] = None,
-                 actor_cpus: float = 1, env: Optional[Dict[str, str]] = None):
+    def __init__(self, gin_args: list[str], logdir: str, num_actors: int, learner_host: str = "0.0.0.0",
+                 learner_cpus: float = 1, learner_gpus: float = 0, learner_resources: dict | None = None,
+                 actor_cpus: float = 1, env: dict[str, str] | None = None):
         self.ray = _ray()
         self._remote = self.ray.remote(max_restarts=0)(RoleProcess)
         self.gin_args, self.logdir, self.num_actors = gin_args, os.path.abspath(logdir), num_actors
@@ -103,7 +102,7 @@ class RayJob:
             time.sleep(0.5)
         raise RuntimeError(f"the learner did not listen within {timeout_s:.0f} s")
 
-    def actor_nodes(self) -> List[str]:
+    def actor_nodes(self) -> list[str]:
         """Alive nodes with CPUs for an actor, the learner's node only as a last resort."""
         nodes = [n["NodeID"] for n in self.ray.nodes()
                  if n["Alive"] and n["Resources"].get("CPU", 0) >= self.actor_cpus]
@@ -124,7 +123,7 @@ class RayJob:
             ["actors", "--learner_address", self.learner_address, "--actor_index", str(index),
              "--logdir", self.logdir, *self.gin_args], self.env)
 
-    def supervise_once(self) -> Optional[int]:
+    def supervise_once(self) -> int | None:
         """Restarts what died; returns the learner's exit code once it ended, else None."""
         code = self.ray.get(self.learner.poll.remote())
         if code is not None:
@@ -146,7 +145,7 @@ class RayJob:
             self.actor_restarts += 1
         return None
 
-    def stop(self) -> Optional[int]:
+    def stop(self) -> int | None:
         """Actors first, then the learner (it saves a checkpoint on SIGTERM)."""
         for actor in self.actors:
             try:

@@ -3,7 +3,6 @@ manifest render to, every manifest file exists and every result file has a manif
 a run with its commit and host, and an unknown block name is refused with the known ones named."""
 import csv
 import json
-import os
 import subprocess
 import sys
 
@@ -23,7 +22,8 @@ def test_committed_generated_blocks_are_what_report_renders():
 
 def test_every_manifest_file_exists_and_every_result_file_belongs_to_an_entry():
     manifest = report.load_manifest(str(REPO_ROOT))
-    listed = {path for e in manifest["results"] for path in e["files"]} | {f["file"] for f in manifest.get("figures", [])}
+    listed = ({path for e in manifest["results"] for path in e["files"]}
+              | {f["file"] for f in manifest.get("figures", [])})
     assert sorted(p for p in listed if not (REPO_ROOT / p).exists()) == []
     labels = [e["label"] for e in manifest["results"]]
     assert len(labels) == len(set(labels))
@@ -48,7 +48,8 @@ def _fake_run(directory, seed, frames_per_episode, returns):
         writer = csv.writer(f)
         writer.writerow(["env_frames", "raw_return", "clipped_return", "length_frames", "evaluation", "time"])
         for i, value in enumerate(returns):
-            writer.writerow([(i + 1) * frames_per_episode, value, max(-1, min(1, value)), frames_per_episode, 0, start + i])
+            writer.writerow([(i + 1) * frames_per_episode, value, max(-1, min(1, value)), frames_per_episode, 0,
+                             start + i])
         writer.writerow([len(returns) * frames_per_episode, 99.0, 1.0, frames_per_episode, 1, start + len(returns)])
     (directory / "learning_segments.json").write_text(json.dumps([[start - 5, start + len(returns)]]))
     (directory / "learner_operative_config.gin").write_text(
@@ -62,16 +63,19 @@ def test_publish_copies_runs_and_adds_their_manifest_entry_with_commit_and_host(
     _fake_run(runs / "cart_seed1", 1, 500, [10.0 + i for i in range(150)])
     _fake_run(runs / "a_run_named_by_run_local", 2, 400, [20.0 + i for i in range(120)])  # seed from its config
     root = tmp_path / "tree"
-    out = subprocess.run([sys.executable, "benchmarks/report.py", "--root", str(root), "publish", str(runs / "cart_seed1"),
-                          str(runs / "a_run_named_by_run_local"), "--label", "cartpole_probe", "--title", "CartPole probe",
-                          "--command", "benchmarks/learning.py classic vtrace --seeds 1 2", "--status", "probe"],
+    out = subprocess.run([sys.executable, "benchmarks/report.py", "--root", str(root), "publish",
+                          str(runs / "cart_seed1"), str(runs / "a_run_named_by_run_local"), "--label",
+                          "cartpole_probe", "--title", "CartPole probe", "--command",
+                          "benchmarks/learning.py classic vtrace --seeds 1 2", "--status", "probe"],
                          cwd=REPO_ROOT, env=child_env(), capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     manifest = json.loads((root / report.MANIFEST).read_text())
     (e,) = manifest["results"]
     assert (e["label"], e["title"], e["status"], e["seeds"]) == ("cartpole_probe", "CartPole probe", "probe", [1, 2])
-    assert (e["agent"], e["env"], e["game"], e["config"]) == ("vtrace", "classic", "CartPole-v1", "seed/configs/classic_vtrace.gin")
-    head = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    assert (e["agent"], e["env"], e["game"], e["config"]) == ("vtrace", "classic", "CartPole-v1",
+                                                              "seed/configs/classic_vtrace.gin")
+    head = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"], capture_output=True,
+                          text=True).stdout.strip()
     assert e["commit"] in (head, head + "-dirty")
     assert e["host"]
     assert e["frames_reached"] == {"1": 75_000, "2": 48_000}
@@ -94,8 +98,8 @@ def test_publish_copies_runs_and_adds_their_manifest_entry_with_commit_and_host(
     assert again["seeds"] == [1, 2, 3] and again["title"] == "CartPole probe"
     assert len(json.loads((root / report.MANIFEST).read_text())["results"]) == 1
     (root / learning / "cartpole_probe_seed3_segments.json").unlink()
-    assert report.stale(str(root)) == [f"{report.MANIFEST}: 'cartpole_probe' lists {learning}/cartpole_probe_seed3_segments.json, "
-                                       "which is missing"]
+    assert report.stale(str(root)) == [f"{report.MANIFEST}: 'cartpole_probe' lists "
+                                       f"{learning}/cartpole_probe_seed3_segments.json, which is missing"]
 
 
 def test_an_unknown_block_name_fails_naming_the_known_ones(tmp_path):
@@ -106,7 +110,8 @@ def test_an_unknown_block_name_fails_naming_the_known_ones(tmp_path):
                          env=child_env(), capture_output=True, text=True, timeout=60)
     assert out.returncode == 2
     assert "README.md: unknown generated block 'headlines'; known: " + ", ".join(report.TABLES) in out.stderr
-    assert all(name in out.stderr for name in ("headline", "support", "vtrace", "replay_mixes_breakout", "gpu", "speed"))
+    assert all(name in out.stderr
+               for name in ("headline", "support", "vtrace", "replay_mixes_breakout", "gpu", "speed"))
     check = subprocess.run([sys.executable, "benchmarks/report.py", "--root", str(tmp_path), "check"], cwd=REPO_ROOT,
                            env=child_env(), capture_output=True, text=True, timeout=60)
     assert check.returncode == 1 and "unknown generated block 'headlines'" in check.stdout
@@ -125,7 +130,8 @@ def test_render_replaces_only_block_contents_and_check_names_a_stale_block(tmp_p
                                        f"renders; run {report.RENDER_COMMAND}"]
     assert report.render(str(root)) == ["docs/guide/results.md"]
     text = (root / "docs" / "guide" / "results.md").read_text()
-    assert text.startswith("before\n<!-- generated:support -->\n| agent | env |") and text.endswith("<!-- /generated:support -->\nafter\n")
+    assert (text.startswith("before\n<!-- generated:support -->\n| agent | env |")
+            and text.endswith("<!-- /generated:support -->\nafter\n"))
     assert "| V-trace | Atari | `atari_vtrace.gin` | no | - |" in text
     assert report.render(str(root)) == [] and report.stale(str(root)) == []
     (root / "docs" / "guide" / "results.md").write_text(page.replace("<!-- /generated:support -->\n", ""))

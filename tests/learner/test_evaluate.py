@@ -6,8 +6,8 @@ import sys
 import pytest
 import tensorflow as tf
 
-from seed.gin_setup import CONFIG_DIR
 from learner.networks import ActorCriticNetwork
+from seed.gin_setup import CONFIG_DIR
 from tests.processes import REPO_ROOT
 
 

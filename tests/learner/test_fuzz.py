@@ -2,7 +2,8 @@
 well-behaved actor must still be served afterwards."""
 import grpc
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from seed import codec
 from tests.learner.test_service import SPEC, RawClient, assert_serves_a_new_actor, good_steps, serving

@@ -5,8 +5,8 @@ import threading
 import numpy as np
 import pytest
 
-from learner.inference import InferencePipeline
 from learner.agents import AgentContext, R2D2Agent, VTraceAgent
+from learner.inference import InferencePipeline
 from seed import codec
 from seed.specs import EnvSpec
 

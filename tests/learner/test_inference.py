@@ -3,8 +3,8 @@ import threading
 import numpy as np
 import pytest
 
-from learner.inference import InferencePipeline
 from learner.agents import AgentContext, R2D2Agent, VTraceAgent
+from learner.inference import InferencePipeline
 from seed.codec import EnvStepBatch
 from seed.specs import EnvSpec
 
@@ -13,7 +13,8 @@ SPEC = EnvSpec((4,), "float32", 2)
 
 def steps(n, done=False):
     flags = np.full(n, done)
-    return EnvStepBatch(np.ones((n, 4), np.float32), np.ones(n, np.float32), flags, np.zeros(n, bool), np.zeros(n, bool))
+    return EnvStepBatch(np.ones((n, 4), np.float32), np.ones(n, np.float32), flags, np.zeros(n, bool),
+                        np.zeros(n, bool))
 
 
 @pytest.mark.parametrize("agent_class", [VTraceAgent, R2D2Agent])

@@ -67,7 +67,8 @@ def test_vtrace_minibatch_loop_in_graph_is_the_same_under_xla():
     rng = np.random.default_rng(2)
     nets = [ActorCriticNetwork(3, (4, 1), "float32", torso="mlp", lstm_units=8) for _ in range(2)]
     copy_weights(nets[0], nets[1])
-    trainers = [VTraceTrainer(nets[0], sgd()), VTraceTrainer(nets[1], sgd(), jit_compile=True, minibatch_loop_in_graph=True)]
+    trainers = [VTraceTrainer(nets[0], sgd()),
+                VTraceTrainer(nets[1], sgd(), jit_compile=True, minibatch_loop_in_graph=True)]
     batch = random_unrolls(rng, 4, 5, (4, 1), "float32", 3, nets[0].state_size)
     plain, xla = (trainer.train(batch, 2, 2, np.random.default_rng(5)) for trainer in trainers)
     for key in ("loss/total", "loss/policy", "gradient_norm", "per_unroll/errors"):

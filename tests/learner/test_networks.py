@@ -54,7 +54,8 @@ def test_dueling_q_network_advantages_average_to_zero_around_the_value():
     q, state = agent(tf.zeros([2], tf.int32), EnvOutput(tf.zeros([2]), tf.ones([2], tf.bool),
                                                        tf.zeros([2, 84, 84, 4], tf.uint8)), agent.initial_state(2))
     value = agent._value(agent._core_step(agent._torso_outputs(tf.zeros([2, 84, 84, 4], tf.uint8)),
-                                          tf.zeros([2], tf.int32), EnvOutput(tf.zeros([2]), tf.ones([2], tf.bool), None),
+                                          tf.zeros([2], tf.int32),
+                                          EnvOutput(tf.zeros([2]), tf.ones([2], tf.bool), None),
                                           agent.initial_state(2))[0])
     assert q.shape == (2, 4) and state.shape == (2, 32)
     np.testing.assert_allclose(tf.reduce_mean(q, -1).numpy(), value[:, 0].numpy(), rtol=1e-5, atol=1e-6)

@@ -32,7 +32,8 @@ def test_statistics_survive_a_checkpoint_round_trip(tmp_path):
     tf.train.Checkpoint(n=normalizer).write(str(tmp_path / "ckpt"))
     fresh = ObservationNormalizer((3,))
     tf.train.Checkpoint(n=fresh).read(str(tmp_path / "ckpt")).assert_consumed()
-    for a, b in zip((normalizer.count, normalizer.mean, normalizer.variance), (fresh.count, fresh.mean, fresh.variance)):
+    for a, b in zip((normalizer.count, normalizer.mean, normalizer.variance),
+                    (fresh.count, fresh.mean, fresh.variance)):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
 
 

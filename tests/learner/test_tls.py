@@ -27,6 +27,7 @@ class TlsClient(Client):
     def __init__(self, address, ca_file):
         self.channel = grpc.secure_channel(address, channel_credentials(ca_file))
         import queue
+
         from seed import seed_pb2_grpc
         self._requests = queue.Queue()
         self._responses = seed_pb2_grpc.LearnerStub(self.channel).Stream(iter(self._requests.get, None))

@@ -26,7 +26,7 @@ def test_full_action_space_option():
 def test_frame_limit_is_truncation_then_next_step_autoreset():
     e = envs.create_atari_envs(1, game="Pong", max_episode_frames=200, noop_max=0)
     e.reset(seed=0)
-    for step in range(1, 100):
+    for step in range(1, 100):  # noqa: B007 (read below)
         _, reward, terminated, truncated = e.step(np.zeros(1, np.int64))
         if truncated[0]:
             break
@@ -188,7 +188,7 @@ def test_a_life_lost_on_the_frame_limit_step_is_a_cut_off_game_not_a_lost_life()
     e = envs.create_atari_envs(1, game="Seaquest", terminal_on_life_loss=True, max_episode_frames=272,
                                noop_max=0)
     e.reset(seed=0)
-    for step in range(1, 100):
+    for step in range(1, 100):  # noqa: B007 (read below)
         _, _, terminated, truncated = e.step(np.zeros(1, np.int64))
         if terminated[0] or truncated[0]:
             break

@@ -2,7 +2,6 @@
 learner minus inference and training, for measuring the transport alone
 (benchmarks/transport.py)."""
 import threading
-from typing import Dict
 
 import gin
 import numpy as np
@@ -46,13 +45,13 @@ class FixedActionAgent:
     def update(self, batch):
         raise AssertionError("a FixedActionAgent never trains")
 
-    def trackables(self) -> Dict[str, object]:
+    def trackables(self) -> dict[str, object]:
         return {}
 
-    def checkpoint_sidecars(self) -> Dict[str, object]:
+    def checkpoint_sidecars(self) -> dict[str, object]:
         return {}
 
-    def data_metrics(self) -> Dict[str, float]:
+    def data_metrics(self) -> dict[str, float]:
         return {}
 
     def describe_data(self) -> str:

@@ -3,7 +3,6 @@ keep each step's behaviour params and value, assemble unrolls from the same step
 several epochs of minibatches on each batch with GAE advantages. Discrete actions (a categorical
 policy, Atari, CartPole) and continuous ones (a Gaussian, MuJoCo, Pendulum)."""
 import threading
-from typing import Dict, Optional, Tuple
 
 import gin
 import numpy as np
@@ -147,16 +146,16 @@ class PPOAgent:
         if self.reward_scaler is not None:
             self.reward_scaler.reset(slot_ids)
 
-    def next_batch(self, stop: threading.Event) -> Optional[Dict[str, np.ndarray]]:
+    def next_batch(self, stop: threading.Event) -> dict[str, np.ndarray] | None:
         return self.queue.get_batch(self.batch_size, stop)
 
-    def update(self, batch) -> Tuple[Dict[str, float], int]:
+    def update(self, batch) -> tuple[dict[str, float], int]:
         """GAE once per batch from the stored values (as PPO computes it before its epochs), or before
         every later epoch from the values the previous epoch's minibatches computed, then the epochs of
         minibatches. Returns the averaged metrics and the batch's environment frames."""
         stored = batch["value"][:, :-1]
 
-        def epoch_batch(per_unroll: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
+        def epoch_batch(per_unroll: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
             values = per_unroll.get(PER_UNROLL_VALUES) if self.recompute_advantages else None
             if values is not None:  # a skipped (non-finite) step's rows keep the stored values
                 values = values.reshape(stored.shape)
@@ -171,16 +170,16 @@ class PPOAgent:
         metrics.pop(PER_UNROLL_VALUES, None)
         return metrics, self.frames_per_update
 
-    def trackables(self) -> Dict[str, object]:
+    def trackables(self) -> dict[str, object]:
         tracked = {"agent": self.network, "optimizer": self.optimizer}
         if self.reward_scaler is not None:
             tracked["reward_scaler"] = self.reward_scaler
         return tracked
 
-    def checkpoint_sidecars(self) -> Dict[str, object]:
+    def checkpoint_sidecars(self) -> dict[str, object]:
         return {}
 
-    def data_metrics(self) -> Dict[str, float]:
+    def data_metrics(self) -> dict[str, float]:
         return {"unroll_queue/depth": len(self.queue)}
 
     def describe_data(self) -> str:

@@ -1,5 +1,4 @@
 """PPO's update: GAE once per batch (or before every epoch), then gradient steps on minibatches of its steps."""
-from typing import Dict, Optional
 
 import gin
 import numpy as np
@@ -69,7 +68,7 @@ class PPOLoss:
         result = ppo.gae(reward[1:], value[:-1], value[-1], discounts, valid, self.lambda_)
         return valid, result.advantages, result.returns
 
-    def __call__(self, network, distribution, steps: Dict[str, tf.Tensor], progress=0.0):
+    def __call__(self, network, distribution, steps: dict[str, tf.Tensor], progress=0.0):
         """`steps`: time-major [T, B] steps as PPOTrainer.prepare returns them; T is 1 when a feed-forward
         network trains on shuffled single steps; `progress`: the share of the run's gradient steps taken
         (for `entropy_decay`). Besides the metrics, returns the values it computed, batch-major [B, T], as
@@ -127,7 +126,7 @@ class PPOTrainer:
         gradients = tape.gradient(total, self.network.trainable_variables)
         return {**metrics, **self.step.apply(total, gradients)}
 
-    def prepare(self, batch: Dict[str, np.ndarray], step_values: Optional[np.ndarray] = None) -> Dict[str, np.ndarray]:
+    def prepare(self, batch: dict[str, np.ndarray], step_values: np.ndarray | None = None) -> dict[str, np.ndarray]:
         """Batch-major [B, T+1] unrolls to batch-major [B, T] steps (the unrolls without their bootstrap
         step, as views) with 'valid', 'advantages' and 'returns'. GAE takes the values stored when
         acting, or `step_values` [B, T] for the steps with the network's values now for the bootstrap
@@ -144,7 +143,7 @@ class PPOTrainer:
         steps.update({k: np.swapaxes(v.numpy(), 0, 1) for k, v in zip(("valid", "advantages", "returns"), computed)})
         return steps
 
-    def update(self, batch: Dict[str, np.ndarray]) -> Dict[str, float]:
+    def update(self, batch: dict[str, np.ndarray]) -> dict[str, float]:
         """`batch` holds batch-major [B, T, ...] steps as `prepare` returns them."""
         time_major = {k: np.swapaxes(v, 0, 1) for k, v in batch.items()}
         return {k: v.numpy() for k, v in self._update(time_major).items()}

@@ -4,7 +4,6 @@ and a training thread that samples at a bounded replay ratio."""
 import logging
 import threading
 import time
-from typing import Dict, Optional, Tuple
 
 import gin
 import numpy as np
@@ -14,14 +13,14 @@ from learner.agents.base import AgentContext, EvaluationPolicy, numpy_seed, regi
 from learner.agents.r2d2.training import R2D2Trainer
 from learner.batcher import LearnerStopped
 from learner.checkpoints import write_arrays_atomically
-from learner.inference import batched_policy
-from learner.optimizers import create_optimizer
 from learner.data import RateLimit, require_memory
 from learner.data.replay import RateLimitedSampler, SampledBatch, SequenceReplay, sequence_bytes
-from learner.slots import StepInputs
 from learner.data.unrolls import UnrollStore
-from seed.codec import EnvStepBatch
+from learner.inference import batched_policy
 from learner.networks import DuelingQNetwork, EnvOutput
+from learner.optimizers import create_optimizer
+from learner.slots import StepInputs
+from seed.codec import EnvStepBatch
 from seed.settings import require_fraction, require_non_negative, require_positive
 from seed.specs import EnvSpec
 
@@ -60,7 +59,7 @@ class R2D2Agent:
                  replay_capacity_steps: int = 250_000, min_replay_sequences: int = 500, replay_ratio: float = 4.0,
                  priority_exponent: float = 0.9, importance_exponent: float = 0.6, num_eval_envs: int = 1,
                  eval_epsilon: float = 0.001, epsilon_base: float = 0.4, epsilon_alpha: float = 7.0,
-                 checkpoint_replay: bool = False, seed: Optional[int] = None, max_lag_updates: Optional[int] = None):
+                 checkpoint_replay: bool = False, seed: int | None = None, max_lag_updates: int | None = None):
         """Acts epsilon-greedily per env slot, stores overlapping sequences, samples them by priority.
 
         Settings:
@@ -136,7 +135,8 @@ class R2D2Agent:
         self.evaluation_slots = np.arange(max_slots) < num_eval_envs
         self.data = RateLimitedSampler(self.replay, batch_size, RateLimit(min_replay_sequences, replay_ratio))
         if max_lag_updates is not None and max_lag_updates < 1:  # below one batch, both sides would wait for ever
-            raise ValueError(f"R2D2Agent.max_lag_updates={max_lag_updates} must be at least 1 (None: inserts never wait)")
+            raise ValueError(f"R2D2Agent.max_lag_updates={max_lag_updates} must be at least 1 "
+                             "(None: inserts never wait)")
         self.max_lag_updates = max_lag_updates
         self._stop = context.stop
         self._counted_sequences = 0
@@ -191,11 +191,11 @@ class R2D2Agent:
     def release(self, slot_ids: np.ndarray) -> None:
         self.sequences.reset(slot_ids)
 
-    def next_batch(self, stop: threading.Event) -> Optional[SampledBatch]:
+    def next_batch(self, stop: threading.Event) -> SampledBatch | None:
         """Waits for the minimum fill and for the replay ratio to allow another batch."""
         return self.data.next_batch(stop)
 
-    def update(self, batch: SampledBatch) -> Tuple[Dict[str, float], int]:
+    def update(self, batch: SampledBatch) -> tuple[dict[str, float], int]:
         metrics, priorities = self.trainer.update(batch.sequences, batch.weights)
         if metrics["update_applied"]:  # a skipped step's priorities are not finite: they would poison the tree
             self.replay.update_priorities(batch.indices, priorities)
@@ -206,10 +206,10 @@ class R2D2Agent:
                         "priority/max": priorities.max()})
         return metrics, new_frames
 
-    def trackables(self) -> Dict[str, object]:
+    def trackables(self) -> dict[str, object]:
         return {"agent": self.network, "target_agent": self.target_network, "optimizer": self.optimizer}
 
-    def checkpoint_sidecars(self) -> Dict[str, object]:
+    def checkpoint_sidecars(self) -> dict[str, object]:
         """What the Checkpointer saves beside the TensorFlow checkpoint: the replay, when asked."""
         return {"replay": self} if self.checkpoint_replay else {}
 
@@ -233,7 +233,7 @@ class R2D2Agent:
         log.info("restored a replay of %d sequences (%d inserted so far) from %s", self.replay.size,
                  self.replay.num_inserted, path)
 
-    def data_metrics(self) -> Dict[str, float]:
+    def data_metrics(self) -> dict[str, float]:
         """Replay fill, insert and sample rates (agent steps/s since the last call), epsilon range."""
         now, inserted = time.monotonic(), self.replay.num_inserted * self.unroll_length
         sampled = self.data.sampled * self.unroll_length

@@ -1,6 +1,5 @@
 """One R2D2 update: burn-in, n-step double-Q targets on rescaled values,
 importance-weighted loss, new priorities, periodic target-network copy."""
-from typing import Dict
 
 import gin
 import numpy as np
@@ -83,7 +82,7 @@ class R2D2Trainer:
         priorities = self.priority_eta * tf.reduce_max(abs_td, 0) + (1 - self.priority_eta) * mean_abs_td
         return {"loss/td": loss, "mean_abs_td": tf.reduce_mean(mean_abs_td), **applied}, priorities
 
-    def update(self, sequences: Dict[str, np.ndarray], weights: np.ndarray):
+    def update(self, sequences: dict[str, np.ndarray], weights: np.ndarray):
         """`sequences` batch-major [B, L, ...]; returns (metrics, new priorities [B])."""
         time_major = {k: (np.swapaxes(v, 0, 1) if k != "core_state" else v) for k, v in sequences.items()}
         metrics, priorities = self._update(time_major, weights)

@@ -4,7 +4,6 @@ into a replay, and trains twin critics, the policy and the entropy temperature f
 number of gradient steps per env step. Continuous actions only."""
 import logging
 import threading
-from typing import Dict, Optional, Tuple
 
 import gin
 import numpy as np
@@ -54,7 +53,7 @@ class SACAgent:
 
     def __init__(self, context: AgentContext, batch_size: int = 256, replay_capacity: int = 1_000_000,
                  min_replay_size: int = 5_000, updates_per_step: float = 1.0, max_lag_updates: int = 100,
-                 hidden_sizes: Tuple[int, ...] = (256, 256), checkpoint_replay: bool = False):
+                 hidden_sizes: tuple[int, ...] = (256, 256), checkpoint_replay: bool = False):
         require_positive("SACAgent", batch_size=batch_size, replay_capacity=replay_capacity,
                          min_replay_size=min_replay_size, updates_per_step=updates_per_step,
                          max_lag_updates=max_lag_updates)
@@ -136,10 +135,10 @@ class SACAgent:
     def release(self, slot_ids: np.ndarray) -> None:
         self.steps.reset(slot_ids)
 
-    def next_batch(self, stop: threading.Event) -> Optional[Dict[str, np.ndarray]]:
+    def next_batch(self, stop: threading.Event) -> dict[str, np.ndarray] | None:
         return self.replay.next_batch(stop)
 
-    def update(self, batch) -> Tuple[Dict[str, float], int]:
+    def update(self, batch) -> tuple[dict[str, float], int]:
         """Returns the metrics and the environment frames of the transitions inserted since the last update."""
         metrics = self.trainer.update(batch)
         inserted = self.replay.num_inserted
@@ -147,14 +146,14 @@ class SACAgent:
         self._counted = inserted
         return metrics, new_frames
 
-    def trackables(self) -> Dict[str, object]:
+    def trackables(self) -> dict[str, object]:
         t = self.trainer
         return {"agent": self.actor, "optimizer": t.actor_optimizer, "critic_optimizer": t.critic_optimizer,
                 "alpha_optimizer": t.alpha_optimizer, "log_alpha": t.log_alpha,
                 "q1": self.critics[0], "q2": self.critics[1],
                 "target_q1": self.target_critics[0], "target_q2": self.target_critics[1]}
 
-    def checkpoint_sidecars(self) -> Dict[str, object]:
+    def checkpoint_sidecars(self) -> dict[str, object]:
         return {"replay": self} if self.checkpoint_replay else {}
 
     @property
@@ -171,7 +170,7 @@ class SACAgent:
         self._counted = self.replay.num_inserted  # restored transitions are not new frames
         log.info("restored a replay of %d transitions from %s", self.replay.size, path)
 
-    def data_metrics(self) -> Dict[str, float]:
+    def data_metrics(self) -> dict[str, float]:
         return self.replay.metrics()
 
     def describe_data(self) -> str:

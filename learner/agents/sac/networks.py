@@ -1,6 +1,6 @@
 """SAC's networks: a tanh-Gaussian actor with a state-dependent standard deviation, and Q(x, a)
 critics, all MLPs (CleanRL's and SEED RL's 256 x 256 ReLU for MuJoCo)."""
-from typing import Sequence
+from collections.abc import Sequence
 
 import keras
 import tensorflow as tf

@@ -1,6 +1,5 @@
 """One SAC update: the twin critics toward the soft Bellman target, the actor, the temperature, then
 the Polyak-averaged target critics; all skipped together when anything is not finite."""
-from typing import Dict
 
 import gin
 import keras
@@ -96,5 +95,5 @@ class SACTrainer:
         return {"loss/critic": critic_loss, "loss/actor": actor_loss, "loss/alpha": alpha_loss, "alpha": alpha,
                 "entropy": -tf.reduce_mean(log_probs), "q_mean": tf.reduce_mean(q1), "update_applied": finite}
 
-    def update(self, batch: Dict[str, np.ndarray]) -> Dict[str, float]:
+    def update(self, batch: dict[str, np.ndarray]) -> dict[str, float]:
         return {k: v.numpy() for k, v in self._update(batch).items()}

@@ -2,7 +2,6 @@
 policy, assemble unrolls from the same steps, train on batches of them."""
 import logging
 import threading
-from typing import Dict, Optional, Tuple
 
 import gin
 import numpy as np
@@ -72,7 +71,7 @@ class VTraceAgent:
     evaluation_slots = None
 
     def __init__(self, context: AgentContext, unroll_length: int = 20, batch_size: int = 32,
-                 unroll_queue_capacity: int = 64, sources: Optional[Dict[str, float]] = None,
+                 unroll_queue_capacity: int = 64, sources: dict[str, float] | None = None,
                  replay_capacity: int = 1024, min_replay_unrolls: int = 64, epochs: int = 1,
                  minibatches: int = 1, checkpoint_replay: bool = False, replay_features: str = "core"):
         spec = context.spec
@@ -85,9 +84,9 @@ class VTraceAgent:
         strategy = context.distribution_strategy()
         replicas = strategy.num_replicas_in_sync
         if minibatches > 1 and (batch_size // minibatches) % replicas:
-            raise ValueError(f"VTraceAgent minibatches of {batch_size // minibatches} unrolls (batch_size={batch_size} / "
-                             f"minibatches={minibatches}) do not split over {replicas} replicas; make "
-                             "batch_size / minibatches a multiple of the replica count")
+            raise ValueError(f"VTraceAgent minibatches of {batch_size // minibatches} unrolls "
+                             f"(batch_size={batch_size} / minibatches={minibatches}) do not split over {replicas} "
+                             "replicas; make batch_size / minibatches a multiple of the replica count")
         if replay_features not in REPLAY_FEATURES:
             raise ValueError(f"VTraceAgent.replay_features={replay_features!r} is unknown; use "
                              f"{', '.join(REPLAY_FEATURES)}")
@@ -133,7 +132,7 @@ class VTraceAgent:
                      self.state_nbytes / 1e6, ", ".join(f"{k} {r:g}" for k, r in self.data.shares.items()))
         self._stop = context.stop
         self._counted_restored_updates = False
-        self._source_means: Dict[str, float] = {}  # the last update's per-source means, for the progress line
+        self._source_means: dict[str, float] = {}  # the last update's per-source means, for the progress line
         self.state_size = self.network.state_size
 
         @batched_policy(self.network)
@@ -205,7 +204,7 @@ class VTraceAgent:
     def release(self, slot_ids: np.ndarray) -> None:
         self.unrolls.reset(slot_ids)
 
-    def next_batch(self, stop: threading.Event) -> Optional[Dict[str, np.ndarray]]:
+    def next_batch(self, stop: threading.Event) -> dict[str, np.ndarray] | None:
         if not self._counted_restored_updates:
             # Resumed without its replay, the mix would count updates from 0 again, and elite's and attentive's
             # candidate multipliers would anneal afresh: the restored optimizer's steps say how many were made.
@@ -214,7 +213,7 @@ class VTraceAgent:
             self._counted_restored_updates = True
         return self.data.next_batch(stop)
 
-    def update(self, batch) -> Tuple[Dict[str, float], int]:
+    def update(self, batch) -> tuple[dict[str, float], int]:
         """Returns the update's metrics (averaged over its gradient steps) and the environment frames it
         consumed (its fresh unrolls'; counted also when a non-finite step was skipped, as R2D2Agent
         counts what it inserted: the budget counts frames collected)."""
@@ -228,13 +227,14 @@ class VTraceAgent:
             sums = {part: metrics.pop(f"source/{kind}_{part}") for part in VTraceLoss.SOURCE_PARTS}
             if kind in self.data.counts and sums["steps"] > 0:
                 for part, name in (("rho", "rho"), ("kl", "kl"), ("clipped", "clip_fraction")):
-                    metrics[f"data/{kind}_{name}"] = self._source_means[f"data/{kind}_{name}"] = sums[part] / sums["steps"]
+                    metrics[f"data/{kind}_{name}"] = self._source_means[f"data/{kind}_{name}"] = (
+                        sums[part] / sums["steps"])
         return metrics, self.data.last_fresh * self.frames_per_unroll
 
-    def trackables(self) -> Dict[str, object]:
+    def trackables(self) -> dict[str, object]:
         return {"agent": self.network, "optimizer": self.optimizer}
 
-    def checkpoint_sidecars(self) -> Dict[str, object]:
+    def checkpoint_sidecars(self) -> dict[str, object]:
         return {"replay": self} if self.checkpoint_replay and self.data.ring is not None else {}
 
     @property
@@ -253,7 +253,7 @@ class VTraceAgent:
             self.data.load_state(arrays, fields=self._fields)
         log.info("restored a replay of %d unrolls from %s", len(self.data.ring), path)
 
-    def data_metrics(self) -> Dict[str, float]:
+    def data_metrics(self) -> dict[str, float]:
         return {"unroll_queue/depth": len(self.queue), **self.data.metrics()}
 
     def describe_data(self) -> str:

@@ -1,13 +1,12 @@
 """One V-trace (IMPALA) update: from a batch of unrolls to new weights."""
-from typing import Dict
 
 import gin
 import numpy as np
 import tensorflow as tf
 
 from learner.agents.gradient_step import GradientStep, require_one_device
-from learner.agents.policy_losses import episode_masks
 from learner.agents.minibatches import PER_UNROLL_ERRORS, average_steps, epoch_minibatches, train_in_minibatches
+from learner.agents.policy_losses import episode_masks
 from learner.agents.vtrace import maths as vtrace
 from learner.data.unroll_replay import SOURCE_KINDS
 from learner.distribution import split_batch
@@ -88,7 +87,7 @@ class VTraceLoss:
         self.policy_cloning_cost = policy_cloning_cost
         self.value_cloning_cost = value_cloning_cost
 
-    def __call__(self, agent: ActorCriticNetwork, unrolls: Dict[str, tf.Tensor]):
+    def __call__(self, agent: ActorCriticNetwork, unrolls: dict[str, tf.Tensor]):
         """`unrolls` holds time-major [T+1, B, ...] tensors; returns (total loss, metrics, per-unroll
         errors [B]: the mean |v_s - V(x_s)| over each unroll's valid steps, prioritised replay's priority)."""
         outputs, _ = agent.unroll(unrolls["prev_action"],
@@ -126,7 +125,8 @@ class VTraceLoss:
         total = (pg_loss + self.baseline_cost * baseline_loss + self.entropy_cost * entropy_loss
                  + self.policy_cloning_cost * policy_cloning + self.value_cloning_cost * value_cloning)
         rhos = tf.exp(log_rhos)
-        clipped = tf.cast(tf.abs(rhos - 1.0) > self.clip_epsilon, tf.float32) if self.clip_epsilon else tf.zeros_like(rhos)
+        clipped = (tf.cast(tf.abs(rhos - 1.0) > self.clip_epsilon, tf.float32) if self.clip_epsilon
+                   else tf.zeros_like(rhos))
         kl = rhos - 1.0 - log_rhos  # KL(mu || pi) in expectation over the actions mu chose
         metrics = {"loss/total": total, "loss/policy": pg_loss, "loss/baseline": baseline_loss,
                    "loss/entropy": entropy_loss, "loss/policy_cloning": policy_cloning,
@@ -225,8 +225,8 @@ class VTraceTrainer:
             errors = tf.tensor_scatter_nd_update(errors, rows[:, None], step[PER_UNROLL_ERRORS])
         return history.stack(), errors
 
-    def train(self, batch: Dict[str, np.ndarray], epochs: int, minibatches: int,
-              rng: np.random.Generator) -> Dict[str, float]:
+    def train(self, batch: dict[str, np.ndarray], epochs: int, minibatches: int,
+              rng: np.random.Generator) -> dict[str, float]:
         """`epochs` passes of `minibatches` gradient steps over batch-major [B, T+1, ...] unrolls, reshuffled
         every pass (learner/agents/minibatches.py): the steps' metrics averaged, with the last pass's
         PER_UNROLL_ERRORS [B] in batch order."""
@@ -241,7 +241,7 @@ class VTraceTrainer:
         steps = [dict(zip(self.STEP_METRICS, row)) for row in history.numpy()]
         return {**average_steps(steps), PER_UNROLL_ERRORS: errors.numpy()}
 
-    def update(self, batch: Dict[str, np.ndarray]) -> Dict[str, float]:
+    def update(self, batch: dict[str, np.ndarray]) -> dict[str, float]:
         """`batch` holds batch-major [B, T+1, ...] unrolls as the queue returns them. The metrics include
         PER_UNROLL_ERRORS, an array [B] (learner/agents/minibatches.py puts minibatches' back in order)."""
         time_major = {k: np.swapaxes(v, 0, 1) for k, v in batch.items()}

@@ -83,6 +83,7 @@ def test_per_unroll_arrays_come_back_in_batch_order_and_reach_the_next_epoch():
 
 def test_the_entropy_weight_decays_linearly_over_the_runs_gradient_steps():
     import pytest
+
     from learner.agents.ppo.training import PPOLoss
     constant = PPOLoss(entropy_cost=0.01)
     decaying = PPOLoss(entropy_cost=0.01, entropy_decay="linear", final_entropy_cost=0.002)

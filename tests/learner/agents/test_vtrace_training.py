@@ -3,9 +3,9 @@ import numpy as np
 import pytest
 
 from learner.agents.minibatches import PER_UNROLL_ERRORS
-from learner.optimizers import create_optimizer
 from learner.agents.vtrace.training import VTraceTrainer
 from learner.networks import ActorCriticNetwork
+from learner.optimizers import create_optimizer
 
 
 def random_unrolls(rng, batch, length, obs_shape, obs_dtype, num_actions, state_size):
@@ -62,6 +62,7 @@ def test_normalized_advantages_make_the_policy_term_independent_of_the_reward_sc
     """With `normalize_advantages` a game whose rewards are 10x larger (and so its values) gets
     the same policy gradient; without it the policy term grows 10x."""
     import tensorflow as tf
+
     from learner.agents.vtrace.training import VTraceLoss
     rng = np.random.default_rng(0)
     agent = ActorCriticNetwork(3, (4, 1), "float32", torso="mlp")
@@ -267,7 +268,8 @@ def test_the_progress_line_describes_each_replay_source():
         assert agent.queue.put(random_unrolls(rng, 2, 5, (4, 1), "float32", 2, 0), stop)
     agent.update(agent.next_batch(stop))
     line = agent.describe_data()
-    assert line.startswith("queue 2/64 | replay 6/8 | uniform 0.25 age 0 rho ") and "| prioritised 0.25 age 0 rho " in line
+    assert (line.startswith("queue 2/64 | replay 6/8 | uniform 0.25 age 0 rho ")
+            and "| prioritised 0.25 age 0 rho " in line)
     assert line.count(" kl ") == 2  # each replay's KL(mu || pi): what its mean rho cannot show
 
 
