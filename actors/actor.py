@@ -18,7 +18,7 @@ import gin
 import grpc
 import numpy as np
 
-from seed import codec, seed_pb2_grpc
+from seed import codec, handshake, seed_pb2_grpc
 from seed.auth import channel_credentials, read_auth_token
 from seed.envs import create_envs
 from seed.gin_setup import save_operative_config
@@ -60,7 +60,7 @@ class LearnerStream:
 
     def close(self, timeout_s: float = 2.0) -> None:
         self._closed.set()
-        self._requests.put(codec.GOODBYE)  # tells the learner this stream was not lost
+        self._requests.put(handshake.GOODBYE)  # tells the learner this stream was not lost
         self._requests.put(_END)
         ended = threading.Event()
         self._call.add_done_callback(lambda _: ended.set())
@@ -113,12 +113,12 @@ def run_actor(learner_address: str, actor_index: int, stop: threading.Event, log
                      reconnect_timeout_s=reconnect_timeout_s, max_backoff_s=max_backoff_s,
                      max_message_bytes=max_message_bytes, progress_interval_s=progress_interval_s)
     num_env_groups = min(num_env_groups, num_envs)
-    bounds = codec.env_group_bounds(num_envs, num_env_groups)
+    bounds = handshake.env_group_bounds(num_envs, num_env_groups)
     groups = [create_envs(int(n)) for n in np.diff(bounds)]
     name = f"actor_{actor_index}"
     if logdir and actor_index == 0:  # every actor of a run gets the same config
         save_operative_config(logdir, "actor")
-    hello = codec.make_hello(name, num_envs, groups[0].spec, read_auth_token(auth_token_env, auth_token_file),
+    hello = handshake.make_hello(name, num_envs, groups[0].spec, read_auth_token(auth_token_env, auth_token_file),
                              num_env_groups)
     channel = _open_channel(learner_address, max_message_bytes, tls_ca_file, tls_server_name)
     stats = StepStats(name, logdir)

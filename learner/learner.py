@@ -19,16 +19,17 @@ from learner.agents.base import action_kind, agents_that
 from learner.batcher import InferenceBatcher
 from learner.checkpoints import Checkpointer
 from learner.devices import select_device
-from learner.distribution import create_strategy
 from learner.inference import InferencePipeline
 from learner.optimizers import current_learning_rate
-from learner.service import LearnerServicer, SlotAllocator, start_server
+from learner.rewards import check_reward_clipping
+from learner.service import LearnerServicer, start_server
+from learner.slots import SlotAllocator
+from learner.strategy import create_strategy
 from learner.tracking import WandbTracker
 from seed import envs as seed_envs
 from seed.auth import read_auth_token, server_credentials
 from seed.gin_setup import save_operative_config
 from seed.process import CONSOLE
-from seed.rewards import check_reward_clipping
 from seed.settings import require_non_negative, require_positive
 
 log = logging.getLogger(__name__)

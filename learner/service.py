@@ -11,39 +11,14 @@ import threading
 import time
 
 import grpc
-import numpy as np
 from google.protobuf.message import DecodeError
 
 from learner.batcher import InferenceBatcher, LearnerStopped
-from seed import codec, seed_pb2, seed_pb2_grpc
+from learner.slots import SlotAllocator
+from seed import codec, handshake, seed_pb2, seed_pb2_grpc
 from seed.specs import EnvSpec
 
 log = logging.getLogger(__name__)
-
-
-class SlotAllocator:
-    """Hands out env slot ids; freed ids are reused lowest first."""
-
-    def __init__(self, max_slots: int):
-        self.max_slots = max_slots
-        self._free = list(range(max_slots - 1, -1, -1))
-        self._lock = threading.Lock()
-
-    def allocate(self, n: int) -> np.ndarray | None:
-        with self._lock:
-            if n > len(self._free):
-                return None
-            ids = [self._free.pop() for _ in range(n)]
-        return np.asarray(ids, np.int64)
-
-    def free(self, slot_ids: np.ndarray) -> None:
-        with self._lock:
-            self._free.extend(int(i) for i in slot_ids)
-            self._free.sort(reverse=True)
-
-    @property
-    def num_free(self) -> int:
-        return len(self._free)
 
 
 class LearnerServicer(seed_pb2_grpc.LearnerServicer):
@@ -75,7 +50,7 @@ class LearnerServicer(seed_pb2_grpc.LearnerServicer):
         hello = first.hello
         if self._auth_token and not hmac.compare_digest(hello.auth_token.encode(), self._auth_token):
             self._reject(context, grpc.StatusCode.UNAUTHENTICATED, "wrong or missing auth token")
-        mismatch = codec.spec_mismatch(hello, self._spec)
+        mismatch = handshake.spec_mismatch(hello, self._spec)
         if mismatch:
             self._reject(context, grpc.StatusCode.INVALID_ARGUMENT, mismatch)
         if hello.num_envs > self._slots.max_slots:  # never fits: the actor must not retry
@@ -111,7 +86,7 @@ class LearnerServicer(seed_pb2_grpc.LearnerServicer):
                  hello.num_envs, slot_ids[0], slot_ids[-1])
         closed_by_actor = False
         num_groups = max(hello.num_env_groups, 1)
-        bounds = codec.env_group_bounds(hello.num_envs, num_groups)
+        bounds = handshake.env_group_bounds(hello.num_envs, num_groups)
         in_flight = collections.deque()  # (group, future of its actions), oldest first
         # With more than one group, about one group per actor waits at the learner at a time.
         expected = int(bounds[1])

@@ -1,4 +1,6 @@
-"""Per-env-slot state the learner keeps between an actor's steps.
+"""Env slots: the ids the learner hands out to actors' envs, and the per-slot state it keeps between
+an actor's steps.
+
 
 Every table is indexed by slot id and updated with index arrays, so the cost
 per batch does not grow with Python work per env. A slot's previous `done`
@@ -8,12 +10,38 @@ stack, recurrent state and previous action start afresh there. After a lost
 life (an end whose game goes on) the same holds for learning, while the
 return, length and count of episodes go on with the game.
 """
+import threading
 from typing import NamedTuple
 
 import numpy as np
 
+from learner.rewards import clip_rewards
 from seed.codec import EnvStepBatch
-from seed.rewards import clip_rewards
+
+
+class SlotAllocator:
+    """Hands out env slot ids; freed ids are reused lowest first."""
+
+    def __init__(self, max_slots: int):
+        self.max_slots = max_slots
+        self._free = list(range(max_slots - 1, -1, -1))
+        self._lock = threading.Lock()
+
+    def allocate(self, n: int) -> np.ndarray | None:
+        with self._lock:
+            if n > len(self._free):
+                return None
+            ids = [self._free.pop() for _ in range(n)]
+        return np.asarray(ids, np.int64)
+
+    def free(self, slot_ids: np.ndarray) -> None:
+        with self._lock:
+            self._free.extend(int(i) for i in slot_ids)
+            self._free.sort(reverse=True)
+
+    @property
+    def num_free(self) -> int:
+        return len(self._free)
 
 
 class StepInputs(NamedTuple):

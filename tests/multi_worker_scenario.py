@@ -1,4 +1,4 @@
-"""Run by tests/learner/test_distribution.py inside a private network namespace: two
+"""Run by tests/learner/test_strategy.py inside a private network namespace: two
 learner processes training one V-trace policy with MultiWorkerMirroredStrategy
 (TF_CONFIG on loopback), each serving its own CartPole actor, to the same frame
 budget. Prints one JSON line: exit codes, updates and how far the weights differ."""

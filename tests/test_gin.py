@@ -50,13 +50,6 @@ def test_unknown_config_file_lists_the_bundled_ones(tmp_path):
     assert "'nope.gin' not found" in result.stderr and "atari_vtrace.gin" in result.stderr
 
 
-def test_actor_imports_no_tensorflow():
-    code = ("import sys; import actors.actor, actors.main, seed.envs, seed.codec; "
-            "print('tensorflow' in sys.modules)")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT)
-    assert result.stdout.strip() == "False", result.stderr
-
-
 @pytest.mark.parametrize("config", sorted(p.name for p in gin_setup.CONFIG_DIR.glob("*.gin")))
 def test_bundled_configs_parse_for_both_roles(config):
     import actors.actor  # noqa: F401

@@ -8,10 +8,10 @@ import pytest
 
 import actors.actor  # noqa: F401  the imports register every configurable of the project
 import learner.agents  # noqa: F401
-import learner.distribution  # noqa: F401
 import learner.learner  # noqa: F401
 import learner.networks  # noqa: F401
 import learner.optimizers  # noqa: F401
+import learner.strategy  # noqa: F401
 import seed.envs  # noqa: F401
 
 CONFIGURABLES = ("create_envs", "create_atari_envs", "create_gym_envs", "run_actor", "run_learner", "create_strategy",

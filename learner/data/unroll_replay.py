@@ -109,10 +109,6 @@ class UnrollRing:
                     "generation": self.generation, "writes": np.asarray(self._writes),
                     "next": np.asarray(self._next), "size": np.asarray(self._size)}
 
-    def field_shapes(self) -> dict[str, tuple[tuple[int, ...], str]]:
-        """Each stored field's per-unroll shape and dtype (empty before the first unroll)."""
-        return {k: (tuple(b.shape[1:]), str(b.dtype)) for k, b in self._buffers.items()}
-
     def load_state(self, arrays, prefix: str = "") -> None:
         """Puts back what `state` returned (under `prefix`); a ring of another capacity is refused."""
         saved = arrays[prefix + "inserted_at"]
@@ -123,10 +119,9 @@ class UnrollRing:
         with self.lock:
             self._buffers = {name: np.array(arrays[prefix + "unroll_" + name]) for name in names}
             self.inserted_at[:] = saved
-            for name in ("times_sampled", "generation"):  # saved before they were kept: zeros
-                if prefix + name in arrays:
-                    getattr(self, name)[:] = arrays[prefix + name]
-            self._writes = int(arrays[prefix + "writes"]) if prefix + "writes" in arrays else 0
+            self.times_sampled[:] = arrays[prefix + "times_sampled"]
+            self.generation[:] = arrays[prefix + "generation"]
+            self._writes = int(arrays[prefix + "writes"])
             self._next, self._size = int(arrays[prefix + "next"]), int(arrays[prefix + "size"])
 
 
@@ -321,10 +316,9 @@ class UnrollMix:
         """Puts back what `state` returned; with `fields` (name -> per-unroll shape and dtype, what this
         run stores) a ring saved with other fields (other sources or features) is refused in one line."""
         # A ring saved before its first unroll has no fields to compare (and nothing to load but its counters).
-        saved_size = (int(arrays["ring/size" if "ring/size" in arrays else "uniform/size"]) if self.ring is not None
-                      else 0)
+        saved_size = int(arrays["ring/size"]) if self.ring is not None else 0
         if self.ring is not None and fields is not None and saved_size > 0:
-            prefix = "ring/unroll_" if "ring/inserted_at" in arrays else "uniform/unroll_"
+            prefix = "ring/unroll_"
             saved = {k[len(prefix):]: (tuple(arrays[k].shape[1:]), str(arrays[k].dtype))
                      for k in arrays if k.startswith(prefix)}
             if saved != fields:
@@ -334,8 +328,7 @@ class UnrollMix:
                                  "replay_features changed since it was saved; restore them, or set "
                                  "checkpoint_replay=False")
         if self.ring is not None:
-            # Saved before the replays shared one ring: the uniform replay's is that ring.
-            self.ring.load_state(arrays, prefix="ring/" if "ring/inserted_at" in arrays else "uniform/")
+            self.ring.load_state(arrays, prefix="ring/")
         for kind, sampler in self.samplers.items():
             sampler.load_state({k[len(kind) + 1:]: arrays[k] for k in arrays if k.startswith(kind + "/")})
         self.updates = int(arrays["mix_updates"])

@@ -5,11 +5,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from seed import codec
+from seed import handshake
 from tests.learner.test_service import SPEC, RawClient, assert_serves_a_new_actor, good_steps, serving
 
-VALID = [codec.make_hello("fuzz", 2, SPEC).SerializeToString(), good_steps(2).SerializeToString(),
-         codec.make_hello("fuzz", 2, SPEC, auth_token="x").SerializeToString()]
+VALID = [handshake.make_hello("fuzz", 2, SPEC).SerializeToString(), good_steps(2).SerializeToString(),
+         handshake.make_hello("fuzz", 2, SPEC, auth_token="x").SerializeToString()]
 
 
 @st.composite

@@ -1,7 +1,6 @@
 import pytest
 
 from learner.optimizers import create_optimizer, current_learning_rate
-from seed.rewards import clip_rewards
 
 
 @pytest.mark.parametrize("decay, halfway", [("none", 1e-3), ("linear", 0.5e-3), ("polynomial", 0.25e-3)])
@@ -25,14 +24,3 @@ def test_an_integer_learning_rate_is_taken_and_a_negative_one_refused(decay):
     assert current_learning_rate(create_optimizer(10, learning_rate=1, lr_decay=decay)) == 1.0
     with pytest.raises(ValueError, match="create_optimizer.learning_rate must be positive, got -1"):
         create_optimizer(10, learning_rate=-1, lr_decay=decay)
-
-
-def test_reward_clipping_modes():
-    rewards = [-10.0, -0.5, 0.0, 0.5, 10.0]
-    assert clip_rewards(rewards, "none").tolist() == rewards
-    assert clip_rewards(rewards, "abs_one").tolist() == [-1.0, -0.5, 0.0, 0.5, 1.0]
-    soft = clip_rewards(rewards, "soft_asymmetric")
-    assert (soft[4] == pytest.approx(5 * 0.9640276, rel=1e-5)
-            and soft[0] == pytest.approx(-0.3 * 5 * 0.9640276, rel=1e-5))
-    with pytest.raises(ValueError, match="unknown reward_clipping"):
-        clip_rewards(rewards, "tanh")

@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from learner.batcher import InferenceBatcher
-from learner.service import LearnerServicer, SlotAllocator, start_server
-from seed import codec, seed_pb2, seed_pb2_grpc
+from learner.service import LearnerServicer, start_server
+from learner.slots import SlotAllocator
+from seed import codec, handshake, seed_pb2, seed_pb2_grpc
 from seed.specs import EnvSpec
 
 SPEC = EnvSpec((4,), "float32", 3)
@@ -20,7 +21,7 @@ SPEC = EnvSpec((4,), "float32", 3)
 class Client:
     """One actor stream, driven message by message."""
 
-    GOODBYE = codec.GOODBYE
+    GOODBYE = handshake.GOODBYE
 
     def __init__(self, address):
         self.channel = grpc.insecure_channel(address)
@@ -81,7 +82,7 @@ def good_steps(n, group=0):
 def assert_serves_a_new_actor(address):
     """A well-behaved actor that connects now is welcomed and answered."""
     client = Client(address)
-    client.send(codec.make_hello("well-behaved", 1, SPEC))
+    client.send(handshake.make_hello("well-behaved", 1, SPEC))
     assert len(codec.decode_actions(client.send(good_steps(1)).actions, 1)) == 1
     client.close()
 
@@ -90,7 +91,7 @@ def test_only_a_stream_ended_without_goodbye_counts_as_lost(learner):
     address, servicer, _, released = learner
     for goodbye, lost in ((True, 0), (False, 1)):
         client = Client(address)
-        client.send(codec.make_hello("a", 2, SPEC))
+        client.send(handshake.make_hello("a", 2, SPEC))
         client.send(good_steps(2))
         client.close(goodbye=goodbye)
         released.get(timeout=10)  # the learner has finished with the stream
@@ -101,7 +102,7 @@ def test_env_groups_are_in_flight_together_and_answered_in_order(learner):
     """Double buffering: 5 envs in groups of 3 and 2; each answer names its group and its slots' actions."""
     address, _, _, _ = learner
     client = Client(address)
-    assert list(client.send(codec.make_hello("a", 5, SPEC, num_env_groups=2)).welcome.slot_ids) == [0, 1, 2, 3, 4]
+    assert list(client.send(handshake.make_hello("a", 5, SPEC, num_env_groups=2)).welcome.slot_ids) == [0, 1, 2, 3, 4]
     client.post(good_steps(3, group=0))
     client.post(good_steps(2, group=1))
     for _ in range(3):
@@ -123,7 +124,7 @@ def test_bad_env_groups_are_refused(learner, groups, message, error):
     address, _, _, _ = learner
     client = Client(address)
     with pytest.raises(grpc.RpcError) as refused:
-        client.post(codec.make_hello("a", 4, SPEC, num_env_groups=groups))
+        client.post(handshake.make_hello("a", 4, SPEC, num_env_groups=groups))
         client.receive()
         client.post(good_steps(2, group=0))
         client.post(message or good_steps(2, group=0))
@@ -135,7 +136,7 @@ def test_bad_env_groups_are_refused(learner, groups, message, error):
 def test_actor_gets_slots_and_one_action_per_env(learner):
     address, _, _, _ = learner
     client = Client(address)
-    welcome = client.send(codec.make_hello("a", 3, SPEC)).welcome
+    welcome = client.send(handshake.make_hello("a", 3, SPEC)).welcome
     assert list(welcome.slot_ids) == [0, 1, 2]
     for _ in range(3):
         actions = codec.decode_actions(client.send(good_steps(3)).actions, 3)
@@ -146,10 +147,10 @@ def test_actor_gets_slots_and_one_action_per_env(learner):
 def test_wrong_spec_gets_invalid_argument_and_others_are_served_on(learner):
     address, servicer, _, _ = learner
     good = Client(address)
-    good.send(codec.make_hello("good", 2, SPEC))
+    good.send(handshake.make_hello("good", 2, SPEC))
     bad = Client(address)
     with pytest.raises(grpc.RpcError) as error:
-        bad.send(codec.make_hello("bad", 2, EnvSpec((84, 84), "uint8", 6)))
+        bad.send(handshake.make_hello("bad", 2, EnvSpec((84, 84), "uint8", 6)))
     assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "observation shape (84, 84) != learner's (4,)" in error.value.details()
     assert "6 actions != learner's 3" in error.value.details()
@@ -171,9 +172,9 @@ def test_steps_before_hello_are_refused(learner):
 
 def test_second_hello_is_refused(learner):
     client = Client(learner[0])
-    client.send(codec.make_hello("a", 2, SPEC))
+    client.send(handshake.make_hello("a", 2, SPEC))
     with pytest.raises(grpc.RpcError) as error:
-        client.send(codec.make_hello("a", 2, SPEC))
+        client.send(handshake.make_hello("a", 2, SPEC))
     assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "a Hello may only open a stream" in error.value.details()
     client.close()
@@ -182,7 +183,7 @@ def test_second_hello_is_refused(learner):
 def test_oversized_message_is_refused_and_the_learner_serves_on(learner):
     address = learner[0]
     client = Client(address)
-    client.send(codec.make_hello("a", 2, SPEC))
+    client.send(handshake.make_hello("a", 2, SPEC))
     huge = seed_pb2.ActorMessage(steps=seed_pb2.EnvSteps(observations=bytes(2 << 20)))  # limit is 1 MiB
     with pytest.raises(grpc.RpcError) as error:
         client.send(huge)
@@ -194,7 +195,7 @@ def test_oversized_message_is_refused_and_the_learner_serves_on(learner):
 def test_malformed_steps_close_only_that_stream_and_free_its_slots(learner):
     address, _, slots, released = learner
     client = Client(address)
-    client.send(codec.make_hello("a", 2, SPEC))
+    client.send(handshake.make_hello("a", 2, SPEC))
     with pytest.raises(grpc.RpcError) as error:
         client.send(good_steps(3))  # 3 envs' worth of data on a 2-env stream
     assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
@@ -202,17 +203,17 @@ def test_malformed_steps_close_only_that_stream_and_free_its_slots(learner):
     client.close()
     np.testing.assert_array_equal(released.get(timeout=10), [0, 1])
     other = Client(address)
-    welcome = other.send(codec.make_hello("b", 8, SPEC)).welcome  # all 8 slots free again
+    welcome = other.send(handshake.make_hello("b", 8, SPEC)).welcome  # all 8 slots free again
     assert sorted(welcome.slot_ids) == list(range(8))
     other.close()
 
 
 def test_more_envs_than_free_slots_is_resource_exhausted(learner):
     holder = Client(learner[0])
-    holder.send(codec.make_hello("holder", 5, SPEC))
+    holder.send(handshake.make_hello("holder", 5, SPEC))
     client = Client(learner[0])
     with pytest.raises(grpc.RpcError) as error:
-        client.send(codec.make_hello("greedy", 5, SPEC))  # fits once the holder leaves: worth a retry
+        client.send(handshake.make_hello("greedy", 5, SPEC))  # fits once the holder leaves: worth a retry
     assert error.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
     assert "no room for 5 more envs (3 of 8 slots free)" in error.value.details()
     client.close()
@@ -222,7 +223,7 @@ def test_more_envs_than_free_slots_is_resource_exhausted(learner):
 def test_more_envs_than_all_slots_is_invalid_so_the_actor_stops_retrying(learner):
     client = Client(learner[0])
     with pytest.raises(grpc.RpcError) as error:
-        client.send(codec.make_hello("greedy", 9, SPEC))
+        client.send(handshake.make_hello("greedy", 9, SPEC))
     assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "9 envs can never fit in run_learner.max_env_slots = 8" in error.value.details()
     client.close()
@@ -238,11 +239,11 @@ def test_wrong_or_missing_token_is_unauthenticated_and_the_right_one_is_served()
         for token in ("", "s3cre", "s3cret-and-more"):
             client = Client(address)
             with pytest.raises(grpc.RpcError) as error:
-                client.send(codec.make_hello("a", 1, SPEC, auth_token=token))
+                client.send(handshake.make_hello("a", 1, SPEC, auth_token=token))
             assert error.value.code() == grpc.StatusCode.UNAUTHENTICATED
             client.close()
         client = Client(address)
-        assert len(client.send(codec.make_hello("a", 1, SPEC, auth_token="s3cret")).welcome.slot_ids) == 1
+        assert len(client.send(handshake.make_hello("a", 1, SPEC, auth_token="s3cret")).welcome.slot_ids) == 1
         client.close()
     finally:
         server.stop(0).wait()
@@ -252,10 +253,10 @@ def test_wrong_or_missing_token_is_unauthenticated_and_the_right_one_is_served()
 def test_stalled_actor_stream_is_closed_and_its_slots_freed_while_others_are_served(learner):
     address, servicer, slots, released = learner
     stalled = Client(address)
-    stalled.send(codec.make_hello("stalled", 2, SPEC))
+    stalled.send(handshake.make_hello("stalled", 2, SPEC))
     stalled.send(good_steps(2))  # then it goes quiet
     busy = Client(address)
-    busy.send(codec.make_hello("busy", 2, SPEC))
+    busy.send(handshake.make_hello("busy", 2, SPEC))
     for _ in range(5):
         busy.send(good_steps(2))
     assert servicer.close_idle_streams(3600.0) == 0  # nobody has been quiet that long
@@ -280,7 +281,7 @@ def test_stalled_actor_stream_is_closed_and_its_slots_freed_while_others_are_ser
 class RawClient(Client):
     """Sends arbitrary bytes on the learner's stream method."""
 
-    GOODBYE = codec.GOODBYE.SerializeToString()
+    GOODBYE = handshake.GOODBYE.SerializeToString()
 
     def __init__(self, address):
         self.channel = grpc.insecure_channel(address)
@@ -295,7 +296,7 @@ def test_garbage_bytes_get_invalid_argument_and_the_learner_serves_on(learner, p
     address = learner[0]
     client = RawClient(address)
     if prefix:  # a valid hello, then garbage
-        client.send(codec.make_hello("a", 2, SPEC).SerializeToString())
+        client.send(handshake.make_hello("a", 2, SPEC).SerializeToString())
     with pytest.raises(grpc.RpcError) as error:
         client.send(b"\xff\xfe\x00 definitely not protobuf \x01")
     assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
@@ -308,12 +309,12 @@ def test_streams_beyond_max_actors_are_resource_exhausted(learner):
     address = learner[0]  # the fixture allows 4 concurrent streams
     clients = [Client(address) for _ in range(4)]
     for i, client in enumerate(clients):
-        client.send(codec.make_hello(f"a{i}", 1, SPEC))
+        client.send(handshake.make_hello(f"a{i}", 1, SPEC))
     refused = 0
     for _ in range(50):
         extra = Client(address)
         try:
-            extra.send(codec.make_hello("extra", 1, SPEC))
+            extra.send(handshake.make_hello("extra", 1, SPEC))
         except grpc.RpcError as e:
             assert e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
             refused += 1
@@ -351,7 +352,7 @@ def test_64_streams_connecting_at_once_are_served_or_refused_none_hangs_and_batc
         client = Client(address)
         try:
             start.wait(30)
-            client.send(codec.make_hello(f"a{i}", envs, SPEC))
+            client.send(handshake.make_hello(f"a{i}", envs, SPEC))
             for _ in range(rounds):
                 assert len(codec.decode_actions(client.send(good_steps(envs)).actions, envs)) == envs
             outcomes.put("served")

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from learner.batcher import InferenceBatcher
-from learner.service import LearnerServicer, SlotAllocator, start_server
-from seed import codec
+from learner.service import LearnerServicer, start_server
+from learner.slots import SlotAllocator
+from seed import codec, handshake
 from seed.auth import channel_credentials, server_credentials
 from seed.specs import EnvSpec
 from tests.learner.test_service import Client, good_steps
@@ -49,7 +50,7 @@ def tls_learner(tmp_path):
 def test_actor_that_trusts_the_learners_ca_is_served(tls_learner):
     address, cert = tls_learner
     client = TlsClient(address, cert)
-    assert len(client.send(codec.make_hello("a", 2, SPEC)).welcome.slot_ids) == 2
+    assert len(client.send(handshake.make_hello("a", 2, SPEC)).welcome.slot_ids) == 2
     assert len(codec.decode_actions(client.send(good_steps(2)).actions, 2)) == 2
     client.close()
 

@@ -1,4 +1,3 @@
-import dataclasses
 
 import numpy as np
 import pytest
@@ -48,44 +47,7 @@ def test_non_finite_rewards_are_rejected():
         codec.decode_steps(message.steps, ATARI, 2)
 
 
-def test_spec_mismatch_says_what_differs():
-    hello = codec.make_hello("a", 4, EnvSpec((4,), "float32", 2)).hello
-    problem = codec.spec_mismatch(hello, ATARI)
-    assert "observation shape (4,) != learner's (84, 84)" in problem
-    assert "2 actions != learner's 6" in problem
-    assert codec.spec_mismatch(codec.make_hello("a", 4, ATARI).hello, ATARI) == ""
-
-
-PENDULUM = EnvSpec((3,), "float32", 0, action=ActionSpec.continuous([-2.0], [2.0]))
 ARM = EnvSpec((11,), "float64", 0, action=ActionSpec.continuous(-np.ones((2, 3)), np.ones((2, 3))))
-
-
-def hello_over_the_wire(spec, **kwargs):
-    return seed_pb2.ActorMessage.FromString(codec.make_hello("a", 2, spec, **kwargs).SerializeToString()).hello
-
-
-@pytest.mark.parametrize("spec", [ATARI, PENDULUM, ARM])
-def test_the_hello_carries_the_action_spec_and_matches_only_the_same_one(spec):
-    hello = hello_over_the_wire(spec)
-    assert codec.hello_action_spec(hello) == spec.action and codec.spec_mismatch(hello, spec) == ""
-    other = {ATARI: PENDULUM, PENDULUM: ARM, ARM: ATARI}[spec]
-    assert "!= learner's" in codec.spec_mismatch(hello, dataclasses.replace(
-        spec, num_actions=other.num_actions, action=other.action))
-
-
-def test_other_action_bounds_are_a_mismatch_and_malformed_ones_do_not_raise():
-    wider = EnvSpec((3,), "float32", 0, action=ActionSpec.continuous([-3.0], [3.0]))
-    assert "continuous 1 actions in [-2, 2] != learner's continuous 1 actions in [-3, 3]" in \
-        codec.spec_mismatch(hello_over_the_wire(PENDULUM), wider)
-    hello = hello_over_the_wire(PENDULUM)
-    del hello.action_spec.low[:]  # bounds of the wrong length: a bad actor, not a crash
-    assert "!= learner's" in codec.spec_mismatch(hello, PENDULUM)
-
-
-def test_a_hello_without_an_action_spec_is_read_as_discrete_num_actions():
-    hello = hello_over_the_wire(ATARI)
-    hello.ClearField("action_spec")
-    assert codec.hello_action_spec(hello) == ActionSpec.discrete(6) and codec.spec_mismatch(hello, ATARI) == ""
 
 
 def test_continuous_actions_round_trip_as_float32_of_their_shape():
@@ -96,15 +58,6 @@ def test_continuous_actions_round_trip_as_float32_of_their_shape():
     np.testing.assert_allclose(decoded, actions, rtol=1e-6)
     with pytest.raises(codec.ProtocolError, match=r"actions: got 96 bytes, expected 72 \(3x2x3 float32\)"):
         codec.decode_actions(wire.actions, 3, ARM.action)
-
-
-def test_a_hello_whose_num_actions_disagrees_with_its_own_action_spec_is_a_mismatch():
-    hello = hello_over_the_wire(ATARI)
-    hello.num_actions = 4
-    assert "num_actions 4 disagrees with the Hello's own action spec (6 actions)" in codec.spec_mismatch(hello, ATARI)
-    hello = hello_over_the_wire(ATARI)
-    hello.action_spec.shape.append(2)  # discrete with a shape: described, not equal
-    assert "6 actions with shape (2,)" in codec.spec_mismatch(hello, ATARI)
 
 
 def test_a_lost_life_travels_as_its_own_terminated_code_and_unknown_codes_are_refused():

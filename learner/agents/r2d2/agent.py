@@ -14,7 +14,7 @@ from learner.agents.r2d2.training import R2D2Trainer
 from learner.batcher import LearnerStopped
 from learner.checkpoints import write_arrays_atomically
 from learner.data import RateLimit, require_memory
-from learner.data.replay import RateLimitedSampler, SampledBatch, SequenceReplay, sequence_bytes
+from learner.data.sequence_replay import RateLimitedSampler, SampledBatch, SequenceReplay, sequence_bytes
 from learner.data.unrolls import UnrollStore
 from learner.inference import batched_policy
 from learner.networks import DuelingQNetwork, EnvOutput

@@ -9,8 +9,8 @@ from learner.agents.minibatches import PER_UNROLL_ERRORS, average_steps, epoch_m
 from learner.agents.policy_losses import episode_masks
 from learner.agents.vtrace import maths as vtrace
 from learner.data.unroll_replay import SOURCE_KINDS
-from learner.distribution import split_batch
 from learner.networks import ActorCriticNetwork, EnvOutput
+from learner.strategy import split_batch
 from seed.settings import require_fraction, require_non_negative
 
 # What VTraceLoss sums per source (learner.data.unroll_replay.SOURCE_KINDS), each over all valid steps.

@@ -3,8 +3,8 @@ import threading
 import numpy as np
 
 from learner.data import RateLimit
-from learner.data.replay import RateLimitedSampler
-from tests.learner.data.test_replay import FRAME, make_replay, sequence
+from learner.data.sequence_replay import RateLimitedSampler
+from tests.learner.data.test_sequence_replay import FRAME, make_replay, sequence
 
 
 def test_rate_limit_waits_for_the_minimum_fill_then_keeps_the_ratio():

@@ -1,4 +1,4 @@
-"""Run by tests/learner/test_distribution.py in a fresh interpreter (logical CPU devices
+"""Run by tests/learner/test_strategy.py in a fresh interpreter (logical CPU devices
 must be set before TensorFlow's first op): V-trace updates on a MirroredStrategy of
 two CPU replicas against the same updates on one device, from the same weights. The batches
 are mixed ones: fresh rows first (all on the first replica), replayed ones with loss weights
@@ -8,9 +8,9 @@ import json
 import numpy as np
 
 from learner.agents.vtrace.training import VTraceLoss, VTraceTrainer
-from learner.distribution import create_strategy
 from learner.networks import ActorCriticNetwork
 from learner.optimizers import create_optimizer
+from learner.strategy import create_strategy
 from tests.learner.agents.test_vtrace_training import random_unrolls
 
 strategy = create_strategy("mirrored", cpu_replicas=2)

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from learner.data.replay import STEP_FIELDS, SequenceReplay
+from learner.data.sequence_replay import STEP_FIELDS, SequenceReplay
 
 FRAME = (84, 84)
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from learner.distribution import create_strategy, split_batch
+from learner.strategy import create_strategy, split_batch
 from tests.processes import REPO_ROOT, child_env
 
 
@@ -31,7 +31,7 @@ def run_scenario(module, *args, network_namespace=False, timeout_s=600):
 
 
 def test_mirrored_update_on_two_replicas_equals_the_single_device_update():
-    outcome = run_scenario("tests.distribution_scenario")
+    outcome = run_scenario("tests.strategy_scenario")
     assert outcome["replicas"] == 2 and len(outcome["devices"]) == 2
     assert outcome["replica_difference"] == 0.0  # the two copies of every weight are the same
     assert outcome["largest_difference"] < 1e-4  # and they are what one device computes
