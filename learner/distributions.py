@@ -102,7 +102,12 @@ class TanhGaussian(Gaussian):
         return -self.log_prob(params, self.sample(params))
 
     def env_action(self, actions):
-        return self.low + (tf.tanh(actions) + 1.0) * (self.high - self.low) / 2.0
+        return scale_to_bounds(tf.tanh(actions), self.low, self.high)
+
+
+def scale_to_bounds(unit, low, high):
+    """Actions in [-1, 1] (numpy or TensorFlow) mapped linearly onto [low, high]."""
+    return low + (unit + 1.0) * (high - low) / 2.0
 
 
 def for_action_spec(spec: ActionSpec, squash: bool = False):

@@ -1,5 +1,6 @@
 """Loss pieces every policy-gradient agent uses (V-trace, PPO): the episode masks of time-major
-unrolls, masked means over their valid steps, and PPO's clipped surrogate."""
+unrolls, masked means over their valid steps, the backward scan behind V-trace's targets and GAE,
+advantage normalisation, and PPO's clipped surrogate."""
 import tensorflow as tf
 
 
@@ -16,6 +17,25 @@ def masked_mean(x, valid):
     divides by 1 instead)."""
     total = tf.reduce_sum(valid)
     return tf.reduce_sum(x * valid) / tf.where(total > 0, total, 1.0)
+
+
+def backward_scan(deltas, factors):
+    """x_t = deltas_t + factors_t x_{t+1} from x_T = 0, over time-major [T, B]: V-trace's v_s - V(x_s)
+    and GAE's advantages are both this recursion, with different deltas and factors."""
+    def backward(acc, inputs):
+        delta, factor = inputs
+        return delta + factor * acc
+
+    return tf.scan(backward, (deltas, factors), initializer=tf.zeros_like(deltas[0]), reverse=True)
+
+
+def normalize_advantages(x, valid, center: bool, epsilon=1e-8):
+    """x divided by its standard deviation over the valid steps; with `center` its mean is subtracted
+    first (PPO's per-minibatch standardisation), without it kept (V-trace's advantages already have the
+    baseline subtracted, and shifting them would bias the gradient)."""
+    mean = masked_mean(x, valid)
+    std = tf.sqrt(masked_mean(tf.square(x - mean), valid))
+    return valid * (x - mean if center else x) / (std + epsilon)
 
 
 def clipped_surrogate_loss(log_rhos, advantages, valid, epsilon):

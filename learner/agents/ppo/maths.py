@@ -9,7 +9,7 @@ from typing import NamedTuple
 
 import tensorflow as tf
 
-from learner.agents.policy_losses import masked_mean
+from learner.agents.policy_losses import backward_scan, masked_mean
 
 
 class Advantages(NamedTuple):
@@ -27,19 +27,8 @@ def gae(rewards, values, bootstrap_value, discounts, valid, lambda_) -> Advantag
     deltas = valid * (rewards + discounts * next_values - values)
     factors = valid * discounts * lambda_
 
-    def backward(acc, inputs):
-        delta, factor = inputs
-        return delta + factor * acc
-
-    advantages = tf.scan(backward, (deltas, factors), initializer=tf.zeros_like(bootstrap_value), reverse=True)
+    advantages = backward_scan(deltas, factors)
     return Advantages(advantages, advantages + values)
-
-
-def standardize(x, valid, epsilon=1e-8):
-    """(x - mean) / std over the valid steps, as PPO normalises its advantages per minibatch."""
-    mean = masked_mean(x, valid)
-    std = tf.sqrt(masked_mean(tf.square(x - mean), valid))
-    return valid * (x - mean) / (std + epsilon)
 
 
 def value_loss(values, returns, behaviour_values, valid, clip_epsilon=0.0):

@@ -6,7 +6,7 @@ import tensorflow as tf
 
 from learner.agents.gradient_step import GradientStep
 from learner.agents.minibatches import PER_UNROLL_VALUES
-from learner.agents.policy_losses import clipped_surrogate_loss, episode_masks, masked_mean
+from learner.agents.policy_losses import clipped_surrogate_loss, episode_masks, masked_mean, normalize_advantages
 from learner.agents.ppo import maths as ppo
 from learner.networks import EnvOutput
 from seed.settings import require_fraction, require_non_negative
@@ -81,7 +81,7 @@ class PPOLoss:
                     distribution.log_prob(steps["behaviour_logits"], steps["action"]))
         advantages = steps["advantages"]
         if self.normalize_advantages:
-            advantages = ppo.standardize(advantages, valid)
+            advantages = normalize_advantages(advantages, valid, center=True)
         pg_loss = clipped_surrogate_loss(log_rhos, advantages, valid, self.clip_epsilon)
         v_loss = ppo.value_loss(values, steps["returns"], steps["value"], valid, self.value_clip_epsilon)
         entropy = masked_mean(distribution.entropy(params), valid)

@@ -17,6 +17,7 @@ from learner.checkpoints import write_arrays_atomically
 from learner.data import RateLimit
 from learner.data.transitions import TransitionReplay
 from learner.data.unrolls import UnrollStore
+from learner.distributions import scale_to_bounds
 from learner.inference import batched_policy
 from learner.networks import EnvOutput
 from learner.slots import StepInputs
@@ -110,7 +111,7 @@ class SACAgent:
         low, high = np.asarray(spec.action.low, np.float32), np.asarray(spec.action.high, np.float32)
         mean = lambda outputs: tf.split(outputs.policy_logits, 2, axis=-1)[0]
         return EvaluationPolicy(cls.build_network(spec, num_stacked_frames), None,
-                                lambda outputs: low + (tf.tanh(mean(outputs)) + 1.0) * (high - low) / 2.0)
+                                lambda outputs: scale_to_bounds(tf.tanh(mean(outputs)), low, high))
 
     def act(self, slot_ids: np.ndarray, inputs: StepInputs, steps: EnvStepBatch):
         n = len(slot_ids)
@@ -130,7 +131,7 @@ class SACAgent:
                            "terminated": pairs["terminated"][real, 1]}
             if not self.replay.insert(transitions, self._stop):
                 raise LearnerStopped()
-        return self._low + (actions + 1.0) * (self._high - self._low) / 2.0, inputs.core_state
+        return scale_to_bounds(actions, self._low, self._high), inputs.core_state
 
     def release(self, slot_ids: np.ndarray) -> None:
         self.steps.reset(slot_ids)

@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 import tensorflow as tf
 
-from learner.agents.policy_losses import clipped_surrogate_loss, masked_mean  # noqa: F401  (used here and by its callers)
+from learner.agents.policy_losses import backward_scan, clipped_surrogate_loss, masked_mean  # noqa: F401  (callers use it)
 
 
 class VTraceReturns(NamedTuple):
@@ -40,12 +40,7 @@ def vtrace_returns(log_rhos, discounts, rewards, values, bootstrap_value, valid,
     carry_factors = valid * discounts * cs
 
     # v_s - V(x_s) = delta_s V + gamma c_s (v_{s+1} - V(x_{s+1}))   (IMPALA remark 1)
-    def backward(acc, inputs):
-        delta, factor = inputs
-        return delta + factor * acc
-
-    vs_minus_v = tf.scan(backward, (deltas, carry_factors), initializer=tf.zeros_like(bootstrap_value),
-                         reverse=True)
+    vs_minus_v = backward_scan(deltas, carry_factors)
     vs = vs_minus_v + values
     vs_t_plus_1 = tf.concat([vs[1:], bootstrap_value[None]], axis=0)
     clipped_pg_rhos = tf.minimum(clip_pg_rho_threshold, rhos)
@@ -53,13 +48,6 @@ def vtrace_returns(log_rhos, discounts, rewards, values, bootstrap_value, valid,
     # A_s = rho_s (r_s + gamma v_{s+1} - V(x_s))   (IMPALA eq. 4)
     pg_advantages = clipped_pg_rhos * advantages
     return VTraceReturns(tf.stop_gradient(vs), tf.stop_gradient(pg_advantages), tf.stop_gradient(advantages))
-
-
-def normalize(x, valid, epsilon=1e-8):
-    """x divided by its standard deviation over the valid steps (its mean is kept: V-trace's
-    advantages already have the baseline subtracted, and shifting them would bias the gradient)."""
-    variance = masked_mean(tf.square(x - masked_mean(x, valid)), valid)
-    return x * valid / (tf.sqrt(variance) + epsilon)
 
 
 def policy_gradient_loss(logits, actions, advantages, valid):

@@ -6,7 +6,7 @@ import tensorflow as tf
 
 from learner.agents.gradient_step import GradientStep, require_one_device
 from learner.agents.minibatches import PER_UNROLL_ERRORS, average_steps, epoch_minibatches, train_in_minibatches
-from learner.agents.policy_losses import episode_masks
+from learner.agents.policy_losses import episode_masks, normalize_advantages
 from learner.agents.vtrace import maths as vtrace
 from learner.data.unroll_replay import SOURCE_KINDS
 from learner.networks import ActorCriticNetwork, EnvOutput
@@ -109,7 +109,7 @@ class VTraceLoss:
             self.clip_rho_threshold, self.clip_c_threshold, self.clip_pg_rho_threshold, self.lambda_)
         advantages = returns.advantages if self.clip_epsilon else returns.pg_advantages
         if self.normalize_advantages:
-            advantages = vtrace.normalize(advantages, valid)
+            advantages = normalize_advantages(advantages, valid, center=False)
         if self.clip_epsilon:
             pg_loss = vtrace.clipped_surrogate_loss(log_rhos, advantages, weighted, self.clip_epsilon)
         else:
