@@ -8,6 +8,7 @@ import json
 import numpy as np
 
 from learner.agents.vtrace.training import VTraceLoss, VTraceTrainer
+from learner.data.unroll_replay import SOURCE_KINDS
 from learner.networks import ActorCriticNetwork
 from learner.optimizers import create_optimizer
 from learner.strategy import create_strategy
@@ -17,7 +18,7 @@ strategy = create_strategy("mirrored", cpu_replicas=2)
 with strategy.scope():
     mirrored_net = ActorCriticNetwork(3, (4,), "float32", torso="mlp", lstm_units=8)
     mirrored = VTraceTrainer(mirrored_net, create_optimizer(100, learning_rate=1e-2), strategy=strategy,
-                             loss=VTraceLoss(policy_cloning_cost=0.5, value_cloning_cost=0.5))
+                             loss=VTraceLoss(policy_cloning_cost=0.5, value_cloning_cost=0.5, sources=SOURCE_KINDS))
 try:
     VTraceTrainer(mirrored_net, create_optimizer(100), strategy=strategy, jit_compile=True)
     jit_error = ""
@@ -27,7 +28,7 @@ single_net = ActorCriticNetwork(3, (4,), "float32", torso="mlp", lstm_units=8)
 for target, source in zip(single_net.variables, mirrored_net.variables):
     target.assign(source.numpy())
 single = VTraceTrainer(single_net, create_optimizer(100, learning_rate=1e-2),
-                       loss=VTraceLoss(policy_cloning_cost=0.5, value_cloning_cost=0.5))
+                       loss=VTraceLoss(policy_cloning_cost=0.5, value_cloning_cost=0.5, sources=SOURCE_KINDS))
 
 def replicas(variable):
     """The per-device copies of a (Keras-wrapped) mirrored variable."""

@@ -105,7 +105,9 @@ class VTraceAgent:
         with strategy.scope():
             self.optimizer = create_optimizer(
                 num_training_steps=context.schedule_frames // self.frames_per_update * epochs * minibatches)
-        self.trainer = VTraceTrainer(self.network, self.optimizer, strategy=strategy)
+        # The loss names the mix's sources by the index each batch row carries (SOURCE_KINDS' order).
+        self.trainer = VTraceTrainer(self.network, self.optimizer, loss=VTraceLoss(sources=SOURCE_KINDS),
+                                     strategy=strategy)
         self.batch_size = batch_size
         self.epochs = epochs
         self.minibatches = minibatches

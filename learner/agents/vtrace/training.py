@@ -8,16 +8,15 @@ from learner.agents.gradient_step import GradientStep, require_one_device
 from learner.agents.minibatches import PER_UNROLL_ERRORS, average_steps, epoch_minibatches, train_in_minibatches
 from learner.agents.policy_losses import episode_masks, normalize_advantages
 from learner.agents.vtrace import maths as vtrace
-from learner.data.unroll_replay import SOURCE_KINDS
 from learner.networks import ActorCriticNetwork, EnvOutput
 from learner.strategy import split_batch
 from seed.settings import require_fraction, require_non_negative
 
-# What VTraceLoss sums per source (learner.data.unroll_replay.SOURCE_KINDS), each over all valid steps.
+# What VTraceLoss sums per source of a mixed batch, each over all valid steps.
 SOURCE_PARTS = ("rho", "kl", "clipped", "steps")
 
 
-@gin.configurable
+@gin.configurable(denylist=["sources"])
 class VTraceLoss:
     """IMPALA's loss: policy gradient with V-trace advantages, baseline and entropy terms."""
 
@@ -28,14 +27,14 @@ class VTraceLoss:
     # each over all valid steps: a quotient is the source's mean. The mean rho is 1 in expectation however
     # far pi has moved from mu; the KL and the clipped share are what show it.
     SOURCE_PARTS = SOURCE_PARTS
-    METRICS = ("loss/total", "loss/policy", "loss/baseline", "loss/entropy", "loss/policy_cloning",
-               "loss/value_cloning", "policy/approx_kl", "policy/clip_fraction",
-               *(f"source/{kind}_{part}" for kind in SOURCE_KINDS for part in SOURCE_PARTS))
+    BASE_METRICS = ("loss/total", "loss/policy", "loss/baseline", "loss/entropy", "loss/policy_cloning",
+                    "loss/value_cloning", "policy/approx_kl", "policy/clip_fraction")
 
     def __init__(self, discount: float = 0.99, lambda_: float = 1.0, clip_rho_threshold: float = 1.0,
                  clip_c_threshold: float = 1.0, clip_pg_rho_threshold: float = 1.0,
                  baseline_cost: float = 0.5, entropy_cost: float = 0.01, normalize_advantages: bool = False,
-                 clip_epsilon: float = 0.0, policy_cloning_cost: float = 0.0, value_cloning_cost: float = 0.0):
+                 clip_epsilon: float = 0.0, policy_cloning_cost: float = 0.0, value_cloning_cost: float = 0.0,
+                 sources: tuple[str, ...] = ("queue",)):
         """The loss's coefficients; rho = pi/mu is the ratio of the learner's policy to the one that acted.
 
         Settings:
@@ -66,9 +65,9 @@ class VTraceLoss:
                 against the one stored when the step was acted, on the same steps (0.0: off; CLEAR 0.005).
 
         Batches from a mix carry per step `source` (which source gave the unroll: its index in
-        learner.data.unroll_replay.SOURCE_KINDS, 0 the fresh queue) and `sample_weight` (prioritised
-        replay's importance weight, which weighs that unroll's steps in every mean); without them every
-        step is fresh and weighs 1.
+        `sources`, the names the agent's data source gives them, 0 the fresh queue) and `sample_weight`
+        (prioritised replay's importance weight, which weighs that unroll's steps in every mean); without
+        them every step is fresh and weighs 1.
         """
         require_fraction("VTraceLoss", discount=discount, lambda_=lambda_, clip_epsilon=clip_epsilon)
         require_non_negative("VTraceLoss", clip_rho_threshold=clip_rho_threshold, clip_c_threshold=clip_c_threshold,
@@ -86,6 +85,9 @@ class VTraceLoss:
         self.clip_epsilon = clip_epsilon
         self.policy_cloning_cost = policy_cloning_cost
         self.value_cloning_cost = value_cloning_cost
+        self.sources = tuple(sources)
+        self.metric_names = (*self.BASE_METRICS,
+                             *(f"source/{kind}_{part}" for kind in self.sources for part in SOURCE_PARTS))
 
     def __call__(self, agent: ActorCriticNetwork, unrolls: dict[str, tf.Tensor]):
         """`unrolls` holds time-major [T+1, B, ...] tensors; returns (total loss, metrics, per-unroll
@@ -134,7 +136,7 @@ class VTraceLoss:
                    "policy/approx_kl": vtrace.masked_mean(kl, weighted),
                    "policy/clip_fraction": vtrace.masked_mean(clipped, weighted),
                    "valid_steps": tf.reduce_sum(weighted)}
-        for index, kind in enumerate(SOURCE_KINDS):
+        for index, kind in enumerate(self.sources):
             of_kind = tf.cast(source == index, tf.float32)
             for part, value in zip(self.SOURCE_PARTS, (rhos, kl, clipped, 1.0)):
                 metrics[f"source/{kind}_{part}"] = vtrace.masked_mean(value * of_kind, weighted)
@@ -173,6 +175,8 @@ class VTraceTrainer:
         self.agent = agent
         self.optimizer = optimizer
         self.loss = loss or VTraceLoss()
+        # What _update_steps_impl records of each step, in this order.
+        self.step_metrics = (*self.loss.metric_names, *GradientStep.METRICS)
         self.strategy = strategy or tf.distribute.get_strategy()
         if minibatch_loop_in_graph:
             require_one_device("VTraceTrainer", "minibatch_loop_in_graph", self.strategy)
@@ -190,7 +194,7 @@ class VTraceTrainer:
         weight = metrics["valid_steps"]  # the loss's masked means divide by it (1 where it is 0)
         weight = tf.where(weight > 0, weight, 1.0)
         gradients = tape.gradient(total, variables)
-        parts = [g * weight for g in gradients] + [metrics[k] * weight for k in VTraceLoss.METRICS] + [weight]
+        parts = [g * weight for g in gradients] + [metrics[k] * weight for k in self.loss.metric_names] + [weight]
         return tf.concat([tf.reshape(p, [-1]) for p in parts], 0), errors
 
     def _update_impl(self, unrolls):
@@ -201,18 +205,15 @@ class VTraceTrainer:
         # This learner's replicas hold consecutive shares of its batch: their errors in batch order.
         errors = tf.concat(self.strategy.experimental_local_results(replica_errors), 0)
         variables = self.agent.trainable_variables
-        sizes = [int(np.prod(v.shape)) for v in variables] + [1] * (len(VTraceLoss.METRICS) + 1)
+        sizes = [int(np.prod(v.shape)) for v in variables] + [1] * (len(self.loss.metric_names) + 1)
         parts = tf.split(sums / sums[-1], sizes)
         gradients = [tf.reshape(p, v.shape) for p, v in zip(parts, variables)]
-        metrics = {k: p[0] for k, p in zip(VTraceLoss.METRICS, parts[len(variables):])}
+        metrics = {k: p[0] for k, p in zip(self.loss.metric_names, parts[len(variables):])}
         return {**metrics, **self.step.apply(metrics["loss/total"], gradients), PER_UNROLL_ERRORS: errors}
-
-    # What _update_steps_impl records of each step, in this order.
-    STEP_METRICS = (*VTraceLoss.METRICS, *GradientStep.METRICS)
 
     def _update_steps_impl(self, unrolls, order):
         """The gradient steps on batch-major `unrolls`, step i on rows order[i]: each step's
-        STEP_METRICS [steps, len(STEP_METRICS)] and the per-unroll errors of each row's last step [B]."""
+        step_metrics [steps, len(step_metrics)] and the per-unroll errors of each row's last step [B]."""
         history = tf.TensorArray(tf.float32, size=tf.shape(order)[0])
         errors = tf.zeros(tf.shape(next(iter(unrolls.values())))[:1])
         for i in tf.range(tf.shape(order)[0]):
@@ -221,7 +222,7 @@ class VTraceTrainer:
             minibatch = {k: tf.transpose(tf.gather(v, rows), [1, 0, *range(2, len(v.shape))])
                          for k, v in unrolls.items()}
             step = self._update_impl(minibatch)
-            history = history.write(i, tf.stack([tf.cast(step[k], tf.float32) for k in self.STEP_METRICS]))
+            history = history.write(i, tf.stack([tf.cast(step[k], tf.float32) for k in self.step_metrics]))
             errors = tf.tensor_scatter_nd_update(errors, rows[:, None], step[PER_UNROLL_ERRORS])
         return history.stack(), errors
 
@@ -238,7 +239,7 @@ class VTraceTrainer:
                              "make VTraceAgent.batch_size a multiple of VTraceAgent.minibatches")
         order = np.stack([rows for _ in range(epochs) for rows in epoch_minibatches(size, minibatches, rng)])
         history, errors = self._update_steps(batch, order.astype(np.int32))
-        steps = [dict(zip(self.STEP_METRICS, row)) for row in history.numpy()]
+        steps = [dict(zip(self.step_metrics, row)) for row in history.numpy()]
         return {**average_steps(steps), PER_UNROLL_ERRORS: errors.numpy()}
 
     def update(self, batch: dict[str, np.ndarray]) -> dict[str, float]:

@@ -4,6 +4,7 @@ import pytest
 
 from learner.agents.minibatches import PER_UNROLL_ERRORS
 from learner.agents.vtrace.training import VTraceTrainer
+from learner.data.unroll_replay import SOURCE_KINDS
 from learner.networks import ActorCriticNetwork
 from learner.optimizers import create_optimizer
 
@@ -189,7 +190,7 @@ def clear_terms(behaviour_logits, behaviour_value, source, rng):
     major["behaviour_value"] = behaviour_value(outputs.baseline.numpy())
     major["source"] = np.repeat(source[None], 6, 0).astype(np.int32)
     major["sample_weight"] = np.ones((6, 4), np.float32)
-    loss = VTraceLoss(policy_cloning_cost=0.01, value_cloning_cost=0.005)
+    loss = VTraceLoss(policy_cloning_cost=0.01, value_cloning_cost=0.005, sources=SOURCE_KINDS)
     _, metrics, _ = loss(agent, {k: tf.constant(v) for k, v in major.items()})
     valid = 1.0 - (major["terminated"] | major["truncated"])[:-1]
     return metrics, outputs, major, valid
@@ -293,7 +294,8 @@ def test_each_source_reports_its_own_kl_and_clipped_share_against_numpy():
                                          other.normal(size=logits.shape).astype(np.float32), logits)
     major["source"] = np.repeat(source[None], 6, 0).astype(np.int32)
     major["sample_weight"] = np.ones((6, 4), np.float32)
-    _, metrics, _ = VTraceLoss(clip_epsilon=0.1)(agent, {k: tf.constant(v) for k, v in major.items()})
+    loss = VTraceLoss(clip_epsilon=0.1, sources=SOURCE_KINDS)
+    _, metrics, _ = loss(agent, {k: tf.constant(v) for k, v in major.items()})
 
     def log_softmax(x):
         return x - np.log(np.exp(x).sum(-1, keepdims=True))
