@@ -10,7 +10,7 @@ from typing import NamedTuple
 import gin
 import numpy as np
 
-from learner.data.sum_tree import SumTree
+from learner.data.sum_tree import Priorities
 from learner.data.unrolls import Unrolls
 from seed.settings import require_non_negative, require_positive
 
@@ -91,34 +91,28 @@ class PrioritisedSampler(Sampler):
                              importance_exponent=importance_exponent)
         require_positive("PrioritisedSampler", min_priority=min_priority)
         self.ring, self.count, self.rng = ring, count, rng
-        self.alpha, self.beta, self.min_priority = priority_exponent, importance_exponent, min_priority
-        self.tree = SumTree(ring.capacity)
-        self.max_priority = 1.0
+        self.beta, self.min_priority = importance_exponent, min_priority
+        self.priorities = Priorities(ring.capacity, priority_exponent)
 
     def inserted(self, positions: np.ndarray) -> None:
-        self.tree.set(positions, np.full(len(positions), self.max_priority ** self.alpha))
+        self.priorities.insert(positions)
 
     def feedback(self, positions: np.ndarray, errors: np.ndarray) -> None:
-        priorities = np.abs(errors) + self.min_priority
-        finite = np.isfinite(priorities)  # a skipped update's NaNs keep the old priorities
-        if finite.any():
-            self.tree.set(positions[finite], priorities[finite] ** self.alpha)
-            self.max_priority = max(self.max_priority, float(priorities[finite].max()))
+        self.priorities.update(positions, np.abs(errors) + self.min_priority)
 
     def draw(self, update: int, fresh: Unrolls, stop: threading.Event) -> Drawn:
         # Leaves past the ring's size hold no unroll (priority 0); round-off could still reach the first.
-        positions = np.minimum(self.tree.sample(self.count, self.rng), len(self.ring) - 1)
-        probabilities = self.tree.get(positions) / self.tree.total
+        positions = np.minimum(self.priorities.sample(self.count, self.rng), len(self.ring) - 1)
+        probabilities = self.priorities.probabilities(positions)
         weights = (len(self.ring) * probabilities) ** -self.beta
         return drawn(self.ring, positions, weights=weights / weights.max())
 
     def state(self) -> dict[str, np.ndarray]:
-        return {"tree": self.tree.nodes.copy(), "max_priority": np.asarray(self.max_priority)}
+        return {k: v.copy() for k, v in self.priorities.state().items()}
 
     def load_state(self, arrays: dict[str, np.ndarray]) -> None:
         if "tree" in arrays:
-            self.tree.load(arrays["tree"])
-            self.max_priority = float(arrays["max_priority"])
+            self.priorities.load_state(arrays)
         else:  # a ring saved without this source (the ring loads first): every unroll starts equal
             self.inserted(np.arange(len(self.ring)))
 

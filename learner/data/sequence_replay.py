@@ -12,7 +12,7 @@ from typing import NamedTuple
 import numpy as np
 
 from learner.data import RateLimit
-from learner.data.sum_tree import SumTree
+from learner.data.sum_tree import Priorities
 
 # Per-step scalars a sequence keeps besides its frame positions.
 STEP_FIELDS = {"first": "bool", "terminated": "bool", "truncated": "bool", "reward": "float32",
@@ -55,19 +55,18 @@ class SequenceReplay:
         self.capacity = capacity_sequences
         self.sequence_steps = sequence_steps
         self.num_stacked_frames = num_stacked_frames
-        self.alpha, self.beta = priority_exponent, importance_exponent
+        self.beta = importance_exponent
         frame_capacity = int(capacity_sequences * new_steps_per_sequence * (1 + frame_slack)) + sequence_steps
         self.ring = FrameRing(frame_capacity, frame_shape, frame_dtype)
         self.frame_pos = np.zeros((capacity_sequences, sequence_steps), np.int64)
         self.steps = {k: np.zeros((capacity_sequences, sequence_steps), d) for k, d in STEP_FIELDS.items()}
         self.core_state = np.zeros((capacity_sequences, state_size), np.float32)
         self.oldest_frame = np.zeros(capacity_sequences, np.int64)
-        self.tree = SumTree(capacity_sequences)
+        self.priorities = Priorities(capacity_sequences, priority_exponent)
         self.size = 0
         self._next = 0
         self.num_inserted = 0
         self.num_dropped = 0
-        self.max_priority = 1.0
         self._next_scan = 0
         self._rng = np.random.default_rng(seed)
         self.lock = threading.Lock()
@@ -78,13 +77,13 @@ class SequenceReplay:
         return sum(a.nbytes for a in arrays)
 
     # Counters that, with the arrays, make a loaded replay continue exactly where the saved one was.
-    _COUNTERS = ("size", "_next", "num_inserted", "num_dropped", "max_priority", "_next_scan")
+    _COUNTERS = ("size", "_next", "num_inserted", "num_dropped", "_next_scan")
 
     def state(self) -> dict[str, np.ndarray]:
         """The replay as named arrays, for saving it with a checkpoint; hold `lock` while using them."""
         arrays = {"ring_frames": self.ring.frames, "ring_written": np.asarray(self.ring.written),
                   "frame_pos": self.frame_pos, "core_state": self.core_state, "oldest_frame": self.oldest_frame,
-                  "tree": self.tree.nodes}
+                  **self.priorities.state()}
         arrays.update({f"steps_{k}": v for k, v in self.steps.items()})
         arrays.update({f"counter{k}": np.asarray(getattr(self, k)) for k in self._COUNTERS})
         return arrays
@@ -105,7 +104,7 @@ class SequenceReplay:
                 mine[name][...] = arrays[name]
             for k in self.steps:
                 self.steps[k][...] = arrays[f"steps_{k}"]
-            self.tree.load(arrays["tree"])
+            self.priorities.load_state(arrays)
             self.ring.written = int(arrays["ring_written"])
             for k in self._COUNTERS:
                 setattr(self, k, type(getattr(self, k))(arrays[f"counter{k}"]))
@@ -125,9 +124,9 @@ class SequenceReplay:
         if self.ring.written < self._next_scan:
             return
         self._next_scan = self.ring.written + max(1, self.ring.capacity // 16)
-        stale = (self.oldest_frame < self._horizon()) & (self.tree.get(np.arange(self.capacity)) > 0)
+        stale = (self.oldest_frame < self._horizon()) & self.priorities.drawable(np.arange(self.capacity))
         if stale.any():
-            self.tree.set(np.flatnonzero(stale), np.zeros(int(stale.sum())))
+            self.priorities.remove(np.flatnonzero(stale))
 
     def insert(self, sequences: dict[str, np.ndarray]) -> None:
         """Adds complete sequences ([n, sequence_steps] fields, `frame_pos` and `core_state`)."""
@@ -144,15 +143,15 @@ class SequenceReplay:
                 self.steps[k][index] = sequences[k][keep]
             self.core_state[index] = sequences["core_state"][keep]
             self.oldest_frame[index] = oldest[keep]
-            self.tree.set(index, np.full(n, self.max_priority ** self.alpha))
+            self.priorities.insert(index)
             self._next = (self._next + n) % self.capacity
             self.size = min(self.size + n, self.capacity)
             self.num_inserted += n
 
     def sample(self, batch_size: int) -> SampledBatch:
         with self.lock:
-            indices = self.tree.sample(batch_size, self._rng)
-            probabilities = self.tree.get(indices) / self.tree.total
+            indices = self.priorities.sample(batch_size, self._rng)
+            probabilities = self.priorities.probabilities(indices)
             weights = (self.size * np.maximum(probabilities, 1e-12)) ** -self.beta
             sequences = {k: v[indices] for k, v in self.steps.items()}
             sequences["core_state"] = self.core_state[indices]
@@ -178,11 +177,8 @@ class SequenceReplay:
 
     def update_priorities(self, indices: np.ndarray, priorities: np.ndarray) -> None:
         with self.lock:
-            live = self.tree.get(indices) > 0  # an evicted sequence stays out
-            # A non-finite priority would make every later sample fail: it gets the largest seen.
-            priorities = np.where(np.isfinite(priorities), np.maximum(priorities, 1e-6), self.max_priority)
-            self.max_priority = max(self.max_priority, float(priorities.max()))
-            self.tree.set(indices[live], priorities[live] ** self.alpha)
+            # An evicted sequence stays out; a tiny floor keeps every live one drawable.
+            self.priorities.update(indices, np.maximum(priorities, 1e-6), where=self.priorities.drawable(indices))
 
 
 class RateLimitedSampler:

@@ -1,5 +1,5 @@
-"""A sum tree over priorities: O(log N) sampling and updates for batches of
-indices, vectorised over the batch with numpy (no Python loop per item)."""
+"""Prioritised sampling: a sum tree over priorities (O(log N) sampling and updates for batches of
+indices, vectorised with numpy, no Python loop per item) and the priorities both prioritised replays keep in it."""
 import numpy as np
 
 
@@ -52,3 +52,48 @@ class SumTree:
         indices = nodes - self._leaves
         # Float round-off can step onto a zero-priority leaf at the far right; step back left.
         return np.minimum(indices, self.capacity - 1)
+
+
+class Priorities:
+    """Prioritised replay's priorities (Schaul et al. 2016) over `capacity` items: priority^exponent in
+    a sum tree, a new item at the largest priority seen so far, and one rule for a non-finite priority
+    (a diverged loss, a skipped update): the item keeps the one it had, since a NaN in the tree would make
+    every later draw fail and the largest priority would over-sample what the NaN came from."""
+
+    def __init__(self, capacity: int, exponent: float):
+        self.tree = SumTree(capacity)
+        self.exponent = exponent
+        self.max_priority = 1.0
+
+    def insert(self, indices: np.ndarray) -> None:
+        self.tree.set(indices, np.full(len(indices), self.max_priority ** self.exponent))
+
+    def update(self, indices: np.ndarray, priorities: np.ndarray, where: np.ndarray | None = None) -> None:
+        """New priorities for `indices` (where `where` holds, if given); non-finite ones are ignored."""
+        priorities = np.asarray(priorities, np.float64)
+        keep = np.isfinite(priorities) if where is None else np.isfinite(priorities) & where
+        if keep.any():
+            self.tree.set(np.asarray(indices)[keep], priorities[keep] ** self.exponent)
+            self.max_priority = max(self.max_priority, float(priorities[keep].max()))
+
+    def remove(self, indices: np.ndarray) -> None:
+        """Makes items undrawable (priority 0) until they are inserted again."""
+        self.tree.set(indices, np.zeros(len(indices)))
+
+    def sample(self, count: int, rng: np.random.Generator) -> np.ndarray:
+        """`count` indices drawn with probability proportional to priority^exponent."""
+        return self.tree.sample(count, rng)
+
+    def probabilities(self, indices: np.ndarray) -> np.ndarray:
+        """Each index's probability of being drawn."""
+        return self.tree.get(indices) / self.tree.total
+
+    def drawable(self, indices: np.ndarray) -> np.ndarray:
+        return self.tree.get(indices) > 0
+
+    def state(self) -> dict[str, np.ndarray]:
+        return {"tree": self.tree.nodes, "max_priority": np.asarray(self.max_priority)}
+
+    def load_state(self, arrays) -> None:
+        self.tree.load(arrays["tree"])
+        self.max_priority = float(arrays["max_priority"])

@@ -215,7 +215,7 @@ class R2D2Agent:
 
     @property
     def state_nbytes(self) -> int:
-        return self.replay.nbytes + self.replay.tree.nodes.nbytes
+        return self.replay.nbytes + self.replay.priorities.tree.nodes.nbytes
 
     def save_state(self, path: str) -> None:
         """The replay and the replay-ratio counter, written to `path` (an .npz) whole or not at all.

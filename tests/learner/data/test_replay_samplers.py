@@ -161,9 +161,9 @@ def test_prioritised_sampling_follows_the_errors_and_weights_the_loss_by_them():
     np.testing.assert_allclose(drawn.weights[drawn.positions == 0], 1.0)
     np.testing.assert_allclose(drawn.weights[drawn.positions == 3], 0.25)
     sampler.feedback(np.array([3]), np.array([np.nan]))  # a skipped update keeps the old priority
-    assert sampler.tree.get([3])[0] == pytest.approx(4.0)
+    assert sampler.priorities.tree.get([3])[0] == pytest.approx(4.0)
     sampler.inserted(np.array([0]))  # a new unroll gets the largest priority seen
-    assert sampler.tree.get([0])[0] == pytest.approx(4.0)
+    assert sampler.priorities.tree.get([0])[0] == pytest.approx(4.0)
 
 
 # Mixes
@@ -214,7 +214,7 @@ def test_prioritised_feedback_reaches_the_unrolls_of_the_last_batch():
     mix.next_batch(stop)
     drawn = mix._last["prioritised"].positions
     mix.feedback(np.array([0.5, 1.5, 7.0, 9.0]))  # 2 fresh rows, then the 2 prioritised ones
-    tree, alpha = mix.samplers["prioritised"].tree, mix.samplers["prioritised"].alpha
+    tree, alpha = mix.samplers["prioritised"].priorities.tree, mix.samplers["prioritised"].priorities.exponent
     np.testing.assert_allclose(tree.get(mix._last_fresh_positions), np.array([0.5, 1.5]) ** alpha, rtol=1e-2)
     np.testing.assert_allclose(tree.get(drawn), np.array([7.0, 9.0]) ** alpha, rtol=1e-2)
 
@@ -228,7 +228,7 @@ def test_prioritised_feedback_skips_a_drawn_unroll_whose_place_the_fresh_ones_to
         mix.next_batch(stop)
         fresh, drawn = mix._last_fresh_positions, mix._last["prioritised"].positions
         mix.feedback(np.array([1.0, 2.0, 50.0, 60.0]))
-        tree, alpha = mix.samplers["prioritised"].tree, mix.samplers["prioritised"].alpha
+        tree, alpha = mix.samplers["prioritised"].priorities.tree, mix.samplers["prioritised"].priorities.exponent
         # The fresh unrolls get their own errors even where a drawn (evicted) one sat in their place.
         np.testing.assert_allclose(tree.get(fresh), np.array([1.0, 2.0]) ** alpha, rtol=1e-2)
         assert all(p in fresh or tree.get([p])[0] >= 50.0 ** alpha * 0.99 for p in drawn)
@@ -247,7 +247,7 @@ def test_prioritised_feedback_reaches_unrolls_the_other_sources_replayed():
     uniform, fresh = mix._last["uniform"].positions, mix._last_fresh_positions
     errors = np.array([0.5, 3.0, 5.0, 7.0])  # 1 fresh row, 2 uniform ones, 1 prioritised
     mix.feedback(errors)
-    tree, alpha = mix.samplers["prioritised"].tree, mix.samplers["prioritised"].alpha
+    tree, alpha = mix.samplers["prioritised"].priorities.tree, mix.samplers["prioritised"].priorities.exponent
     checked = [(p, e) for p, e in zip(uniform, errors[1:3]) if p not in fresh and (uniform == p).sum() == 1]
     assert checked  # (a position drawn twice keeps its later row's error)
     for position, error in checked:
@@ -259,7 +259,7 @@ def test_prioritised_sampling_never_lands_past_the_stored_unrolls():
     ring.add(unrolls([0, 1]), update=0)
     sampler = PrioritisedSampler(ring, 3, np.random.default_rng(0))
     sampler.inserted(np.arange(2))
-    sampler.tree.sample = lambda n, rng: np.array([0, 1, 7])  # round-off's worst case: the far right leaf
+    sampler.priorities.tree.sample = lambda n, rng: np.array([0, 1, 7])  # round-off's worst case: the far right leaf
     drawn = sampler.draw(0, {}, threading.Event())
     assert list(drawn.positions) == [0, 1, 1] and np.isfinite(drawn.weights).all()
 

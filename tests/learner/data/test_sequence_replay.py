@@ -52,12 +52,14 @@ def test_priorities_steer_sampling_and_importance_weights_correct_for_it():
     assert batch.weights[batch.indices != 7].max() == pytest.approx(1.0)
 
 
-def test_a_non_finite_priority_gets_the_largest_seen_and_sampling_goes_on():
+def test_a_non_finite_priority_keeps_the_old_one_and_sampling_goes_on():
     replay = make_replay(4, sequence_steps=3, k=1, priority_exponent=1.0)
     for i in range(4):
         replay.insert(sequence(replay, replay.add_frames(np.zeros((3, *FRAME), np.uint8)), state=i))
     replay.update_priorities(np.arange(4), np.array([1, 3, np.nan, np.inf]))
-    assert replay.max_priority == 3.0 and np.isfinite(replay.tree.total)
+    # The same rule as PrioritisedSampler's (learner.data.sum_tree.Priorities): inserted at 1, kept at 1.
+    assert replay.priorities.max_priority == 3.0
+    np.testing.assert_allclose(replay.priorities.probabilities(np.arange(4)), np.array([1, 3, 1, 1]) / 6)
     assert np.isfinite(replay.sample(64).weights).all()
 
 
