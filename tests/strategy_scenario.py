@@ -12,7 +12,7 @@ from learner.data.unroll_replay import SOURCE_KINDS
 from learner.networks import ActorCriticNetwork
 from learner.optimizers import create_optimizer
 from learner.strategy import create_strategy
-from tests.learner.agents.test_vtrace_training import random_unrolls
+from tests.learner.agents.vtrace.test_training import random_unrolls
 
 strategy = create_strategy("mirrored", cpu_replicas=2)
 with strategy.scope():

@@ -6,6 +6,7 @@ Every batch source the agents use (UnrollMix, RateLimitedSampler) has one interf
 `DataSource`, and its pace is one `RateLimit`."""
 import dataclasses
 import threading
+from collections.abc import Callable
 from typing import Protocol
 
 
@@ -47,6 +48,17 @@ class RateLimit:
         if not self.filled(size):
             return False
         return self.samples_per_insert is None or sampled + batch <= self.samples_per_insert * inserted
+
+
+def wait_for(condition: threading.Condition, ready: Callable[[], bool], stop: threading.Event,
+             poll_s: float = 0.1) -> bool:
+    """Waits, holding `condition`, until `ready()`; False if `stop` is set first. Producers and consumers
+    notify `condition`; whoever sets `stop` does not, so the wait wakes every `poll_s` to look at it."""
+    while not ready():
+        if stop.is_set():
+            return False
+        condition.wait(poll_s)
+    return True
 
 
 class DataSource(Protocol):

@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from learner.data import RateLimit
+from learner.data import RateLimit, wait_for
 from learner.data.sum_tree import Priorities
 
 # Per-step scalars a sequence keeps besides its frame positions.
@@ -211,18 +211,12 @@ class RateLimitedSampler:
         if max_lag_updates is None or self.updates_owed() <= max_lag_updates:  # the usual case: no lock per step
             return True
         with self._inserted:
-            while self.updates_owed() > max_lag_updates:
-                if stop.is_set():
-                    return False
-                self._inserted.wait(0.1)
-        return True
+            return wait_for(self._inserted, lambda: self.updates_owed() <= max_lag_updates, stop)
 
     def next_batch(self, stop: threading.Event) -> SampledBatch | None:
         with self._inserted:
-            while not self._ready():
-                if stop.is_set():
-                    return None
-                self._inserted.wait(0.1)
+            if not wait_for(self._inserted, self._ready, stop):
+                return None
             self.sampled += self.batch_size
             self._inserted.notify_all()  # an insert waiting for training may go on
         return self.replay.sample(self.batch_size)

@@ -7,7 +7,7 @@ import threading
 
 import numpy as np
 
-from learner.data import RateLimit
+from learner.data import RateLimit, wait_for
 
 
 class TransitionReplay:
@@ -43,10 +43,8 @@ class TransitionReplay:
         `max_lag_updates` steps. Returns False if `stop` was set while waiting."""
         n = len(next(iter(transitions.values())))
         with self._cond:
-            while self._updates_owed() > self.max_lag_updates:
-                if stop.is_set():
-                    return False
-                self._cond.wait(0.1)
+            if not wait_for(self._cond, lambda: self._updates_owed() <= self.max_lag_updates, stop):
+                return False
             positions = (self._next + np.arange(n)) % self.capacity
             for name, array in self._arrays.items():
                 array[positions] = transitions[name]
@@ -67,10 +65,8 @@ class TransitionReplay:
     def next_batch(self, stop: threading.Event) -> dict[str, np.ndarray] | None:
         """`batch_size` transitions sampled uniformly once the RateLimit allows; None on stop."""
         with self._cond:
-            while not self._may_sample():
-                if stop.is_set():
-                    return None
-                self._cond.wait(0.1)
+            if not wait_for(self._cond, self._may_sample, stop):
+                return None
             indices = self._rng.integers(0, self.size, self.batch_size)
             self.sampled += self.batch_size
             batch = {name: array[indices] for name, array in self._arrays.items()}

@@ -10,6 +10,8 @@ import threading
 
 import numpy as np
 
+from learner.data import wait_for
+
 Unrolls = dict[str, np.ndarray]  # name -> [n, T+1, ...]
 
 
@@ -68,10 +70,8 @@ class UnrollQueue:
         """Blocks while full; returns False if `stop` was set first."""
         n = len(next(iter(unrolls.values())))
         with self._cond:
-            while self._size >= self.capacity:
-                if stop.is_set():
-                    return False
-                self._cond.wait(0.1)
+            if not wait_for(self._cond, lambda: self._size < self.capacity, stop):
+                return False
             self._groups.append(unrolls)
             self._size += n
             self._cond.notify_all()
@@ -80,10 +80,8 @@ class UnrollQueue:
     def get_batch(self, batch_size: int, stop: threading.Event) -> Unrolls | None:
         """Waits for `batch_size` unrolls; returns them stacked [batch, T+1, ...], or None on stop."""
         with self._cond:
-            while self._size < batch_size:
-                if stop.is_set():
-                    return None
-                self._cond.wait(0.1)
+            if not wait_for(self._cond, lambda: self._size >= batch_size, stop):
+                return None
             parts, needed = [], batch_size
             while needed:
                 group = self._groups.popleft()

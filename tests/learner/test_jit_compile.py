@@ -5,7 +5,7 @@ import numpy as np
 from learner.agents.r2d2.training import R2D2Trainer
 from learner.agents.vtrace.training import VTraceTrainer
 from learner.networks import ActorCriticNetwork, DuelingQNetwork
-from tests.learner.agents.test_vtrace_training import random_unrolls
+from tests.learner.agents.vtrace.test_training import random_unrolls
 
 
 def copy_weights(source, target):

@@ -5,8 +5,8 @@ import numpy as np
 
 from learner.agents.minibatches import PER_UNROLL_VALUES, train_in_minibatches
 from learner.networks import EnvOutput
+from tests.learner.agents.ppo.test_maths import numpy_gae
 from tests.learner.agents.test_contract import SMALL, first_batch, make
-from tests.learner.agents.test_ppo_maths import numpy_gae
 
 
 def test_step_values_give_the_gae_of_those_values_and_the_networks_bootstrap_values():
