@@ -34,15 +34,16 @@ class FrameRing:
 
 
 class SampledBatch(NamedTuple):
-    indices: np.ndarray  # [B] replay indices, for update_priorities
+    keys: np.ndarray  # [B] the sampled sequences' keys, for update_priorities
+    indices: np.ndarray  # [B] where they sit in the replay
     weights: np.ndarray  # [B] importance-sampling weights, max 1
     sequences: dict[str, np.ndarray]  # [B, L, ...], observation stacked [B, L, *frame, K]
 
 
 def sequence_bytes(sequence_steps: int, state_size: int) -> int:
     """Bytes one stored sequence costs besides frames."""
-    per_step = 8 + sum(np.dtype(d).itemsize for d in STEP_FIELDS.values())
-    return sequence_steps * per_step + 4 * state_size + 8 + 8
+    per_step = 8 + sum(np.dtype(d).itemsize for d in STEP_FIELDS.values())  # its frame's position and fields
+    return sequence_steps * per_step + 4 * state_size + 8 + 8 + 8  # core state, oldest frame, key, priority
 
 
 class SequenceReplay:
@@ -62,6 +63,10 @@ class SequenceReplay:
         self.steps = {k: np.zeros((capacity_sequences, sequence_steps), d) for k, d in STEP_FIELDS.items()}
         self.core_state = np.zeros((capacity_sequences, state_size), np.float32)
         self.oldest_frame = np.zeros(capacity_sequences, np.int64)
+        # Each stored sequence's key: its insert number times the capacity plus its index, so a key names
+        # one sequence and where it sits; priorities come back by key, and a key whose place a newer
+        # sequence took is ignored.
+        self.keys = np.full(capacity_sequences, -1, np.int64)
         self.priorities = Priorities(capacity_sequences, priority_exponent)
         self.size = 0
         self._next = 0
@@ -73,7 +78,7 @@ class SequenceReplay:
 
     @property
     def nbytes(self) -> int:
-        arrays = [self.ring.frames, self.frame_pos, self.core_state, self.oldest_frame, *self.steps.values()]
+        arrays = [self.ring.frames, self.frame_pos, self.core_state, self.oldest_frame, self.keys, *self.steps.values()]
         return sum(a.nbytes for a in arrays)
 
     # Counters that, with the arrays, make a loaded replay continue exactly where the saved one was.
@@ -83,6 +88,7 @@ class SequenceReplay:
         """The replay as named arrays, for saving it with a checkpoint; hold `lock` while using them."""
         arrays = {"ring_frames": self.ring.frames, "ring_written": np.asarray(self.ring.written),
                   "frame_pos": self.frame_pos, "core_state": self.core_state, "oldest_frame": self.oldest_frame,
+                  "keys": self.keys,
                   **self.priorities.state()}
         arrays.update({f"steps_{k}": v for k, v in self.steps.items()})
         arrays.update({f"counter{k}": np.asarray(getattr(self, k)) for k in self._COUNTERS})
@@ -100,7 +106,7 @@ class SequenceReplay:
                                  "was saved; restore them, or set checkpoint_replay=False to start with an empty "
                                  "replay")
         with self.lock:
-            for name in ("ring_frames", "frame_pos", "core_state", "oldest_frame"):
+            for name in ("ring_frames", "frame_pos", "core_state", "oldest_frame", "keys"):
                 mine[name][...] = arrays[name]
             for k in self.steps:
                 self.steps[k][...] = arrays[f"steps_{k}"]
@@ -143,6 +149,7 @@ class SequenceReplay:
                 self.steps[k][index] = sequences[k][keep]
             self.core_state[index] = sequences["core_state"][keep]
             self.oldest_frame[index] = oldest[keep]
+            self.keys[index] = (self.num_inserted + np.arange(n)) * self.capacity + index
             self.priorities.insert(index)
             self._next = (self._next + n) % self.capacity
             self.size = min(self.size + n, self.capacity)
@@ -160,7 +167,7 @@ class SequenceReplay:
         k = self.num_stacked_frames - 1
         for name in STEP_FIELDS:
             sequences[name] = sequences[name][:, k:]
-        return SampledBatch(indices, (weights / weights.max()).astype(np.float32), sequences)
+        return SampledBatch(self.keys[indices], indices, (weights / weights.max()).astype(np.float32), sequences)
 
     def _stack(self, frames: np.ndarray, first: np.ndarray) -> np.ndarray:
         """[B, S, *frame] -> [B, S-K+1, *frame, K], zero before each step's episode start."""
@@ -175,10 +182,14 @@ class SequenceReplay:
             stacked[..., k - 1 - m] = source * mask
         return stacked
 
-    def update_priorities(self, indices: np.ndarray, priorities: np.ndarray) -> None:
+    def update_priorities(self, keys: np.ndarray, priorities: np.ndarray) -> None:
+        """Priorities for the sequences `keys` name (SampledBatch.keys); one that was overwritten or evicted
+        since it was sampled keeps out of it. A tiny floor keeps every live sequence drawable."""
+        keys = np.asarray(keys, np.int64)
+        indices = keys % self.capacity
         with self.lock:
-            # An evicted sequence stays out; a tiny floor keeps every live one drawable.
-            self.priorities.update(indices, np.maximum(priorities, 1e-6), where=self.priorities.drawable(indices))
+            current = (self.keys[indices] == keys) & self.priorities.drawable(indices)
+            self.priorities.update(indices, np.maximum(priorities, 1e-6), where=current)
 
 
 class RateLimitedSampler:

@@ -198,7 +198,7 @@ class R2D2Agent:
     def update(self, batch: SampledBatch) -> tuple[dict[str, float], int]:
         metrics, priorities = self.trainer.update(batch.sequences, batch.weights)
         if metrics["update_applied"]:  # a skipped step's priorities are not finite: they would poison the tree
-            self.replay.update_priorities(batch.indices, priorities)
+            self.replay.update_priorities(batch.keys, priorities)
         inserted = self.replay.num_inserted
         new_frames = (inserted - self._counted_sequences) * self.unroll_length * self.frames_per_step
         self._counted_sequences = inserted

@@ -44,7 +44,7 @@ def test_priorities_steer_sampling_and_importance_weights_correct_for_it():
     replay = make_replay(8, sequence_steps=3, k=1, priority_exponent=1.0, importance_exponent=1.0)
     for i in range(8):
         replay.insert(sequence(replay, replay.add_frames(np.zeros((3, *FRAME), np.uint8)), state=i))
-    replay.update_priorities(np.arange(8), np.array([1, 1, 1, 1, 1, 1, 1, 9.0]))
+    replay.update_priorities(replay.keys, np.array([1, 1, 1, 1, 1, 1, 1, 9.0]))
     batch = replay.sample(4000)
     share = (batch.indices == 7).mean()
     assert 0.5 < share < 0.7  # 9 / 16
@@ -56,11 +56,26 @@ def test_a_non_finite_priority_keeps_the_old_one_and_sampling_goes_on():
     replay = make_replay(4, sequence_steps=3, k=1, priority_exponent=1.0)
     for i in range(4):
         replay.insert(sequence(replay, replay.add_frames(np.zeros((3, *FRAME), np.uint8)), state=i))
-    replay.update_priorities(np.arange(4), np.array([1, 3, np.nan, np.inf]))
+    replay.update_priorities(replay.keys, np.array([1, 3, np.nan, np.inf]))
     # The same rule as PrioritisedSampler's (learner.data.sum_tree.Priorities): inserted at 1, kept at 1.
     assert replay.priorities.max_priority == 3.0
     np.testing.assert_allclose(replay.priorities.probabilities(np.arange(4)), np.array([1, 3, 1, 1]) / 6)
     assert np.isfinite(replay.sample(64).weights).all()
+
+
+def test_priorities_come_back_by_key_and_skip_a_sequence_overwritten_since_it_was_sampled():
+    replay = make_replay(4, sequence_steps=3, k=1, priority_exponent=1.0)
+    for i in range(4):
+        replay.insert(sequence(replay, replay.add_frames(np.zeros((3, *FRAME), np.uint8)), state=i))
+    batch = replay.sample(64)
+    sampled = {int(i): int(key) for i, key in zip(batch.indices, batch.keys)}
+    assert len(sampled) == 4 and all(key % 4 == i for i, key in sampled.items())
+    replay.insert(sequence(replay, replay.add_frames(np.zeros((3, *FRAME), np.uint8)), state=9))  # takes index 0
+    keys = np.array([sampled[0], sampled[1]])
+    replay.update_priorities(keys, np.array([5.0, 3.0]))
+    # Index 0 holds the newer sequence at its insert priority (1); index 1 got its feedback.
+    np.testing.assert_allclose(replay.priorities.probabilities(np.arange(4)), np.array([1, 3, 1, 1]) / 6)
+    assert replay.keys[0] != sampled[0] and replay.priorities.max_priority == 3.0
 
 
 def test_sequences_whose_frames_were_overwritten_are_never_sampled():
@@ -85,7 +100,7 @@ def filled_replay(seed=1):
     for i in range(9):  # more sequences than it holds: the ring and the FIFO have wrapped
         positions = replay.add_frames(rng.integers(0, 255, (3, *FRAME), dtype=np.uint8))
         replay.insert(sequence(replay, np.concatenate([positions, positions[-2:]]), state=float(i)))
-    replay.update_priorities(np.arange(6), rng.random(6) * 3)
+    replay.update_priorities(replay.keys, rng.random(6) * 3)
     return replay
 
 
