@@ -5,10 +5,10 @@
     .venv/bin/python benchmarks/learning.py --plot runs/Pong_vtrace_A runs/Pong_vtrace_B --out plots
     .venv/bin/python benchmarks/learning.py --plot benchmarks/results/learning/pong_*_episodes.csv --label pong_probes
 
-Each seed is one `./run_local.sh ENV AGENT ACTORS ENVS` run (the same learner and actor processes
-over gRPC) in OUT/LABEL_seedN, stopped as Ctrl-C stops it once the environment frames stepped
-pass `--frames`. Per run it writes, beside its (git-ignored) run directory, the copies a result
-commits: OUT/LABEL_seedN_episodes.csv and OUT/LABEL_seedN_segments.json (its episodes and the wall
+Each seed is one `./run_local.sh ENV AGENT ACTORS ENVS` run (its launcher, seed.launchers.local: the
+same learner and actor processes over gRPC) in OUT/LABEL_seedN, stopped as Ctrl-C stops it once the
+environment frames stepped pass `--frames`. Per run it writes, beside its (git-ignored) run directory,
+the copies a result commits: OUT/LABEL_seedN_episodes.csv and OUT/LABEL_seedN_segments.json (its episodes and the wall
 times of its invocations) and OUT/LABEL_seedN_episodes_curve.csv (environment frames stepped, wall
 seconds, mean return over the last `--window` episodes); and for all runs given OUT/LABEL.png with the
 public reference points for the game drawn in by `seed-plot`'s drawing (the PNG needs matplotlib:
@@ -169,9 +169,10 @@ def training_seconds(episodes, segments: list[list]):
 
 
 def train(args, seed: int, logdir: str) -> None:
-    """One run_local.sh run until `args.frames` environment frames, or on from its checkpoint."""
+    """One run of the local launcher (what ./run_local.sh runs once its .venv exists) until `args.frames`
+    environment frames, or on from its checkpoint."""
     resuming = os.path.exists(logdir)
-    command = [os.path.join(REPO, "run_local.sh"), args.env, args.agent, str(args.actors), str(args.envs),
+    command = [sys.executable, "-m", "seed.launchers.local", args.env, args.agent, str(args.actors), str(args.envs),
                "--logdir", logdir, "--frames", str(args.frames), "--gin_bindings", f"run_learner.seed={seed}",
                "--gin_bindings", f"run_actor.seed={seed}"] + ([] if resuming else ["--new"])
     if args.game:
@@ -196,7 +197,7 @@ def train(args, seed: int, logdir: str) -> None:
     try:
         while process.poll() is None:
             time.sleep(5)
-            if not recorded and os.path.isdir(logdir):  # once run_local.sh has made the run directory
+            if not recorded and os.path.isdir(logdir):  # once the launcher has made the run directory
                 write_segments(logdir, segments)
                 recorded = True
             episodes = read_episodes(logdir)

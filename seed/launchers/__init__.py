@@ -1,3 +1,4 @@
-"""Ways to start a run's processes on a cluster: `seed-launch` (a replica of a Vertex AI or
-TF_CONFIG job, launch.py, with the role resolved by cluster.py) and `seed-ray` (placement on a
-Ray cluster, ray_launch.py). They start `python -m learner|actors` processes and import neither."""
+"""Ways to start a run's processes: on this machine (local.py, behind ./run_local.sh), as a replica of a
+Vertex AI or TF_CONFIG job (`seed-launch`, launch.py, the role resolved by cluster.py) and on a Ray
+cluster (`seed-ray`, ray_launch.py). All start `python -m learner|actors` processes, import neither,
+and restart what exited by one rule (restarts.py)."""

@@ -2,13 +2,12 @@
 
 Resolves this replica's role from CLUSTER_SPEC / TF_CONFIG (seed/launchers/cluster.py),
 then runs the learner, or `--actors_per_replica` actor processes that dial the
-learner's address. Actor processes that die from a signal (OOM killer, a
-crash) are restarted; one that exits by itself ends the replica with its code
-(1: the learner is gone, as at the end of training; 2: a configuration error).
-The learner process is restarted from its latest checkpoint when it dies from a
-signal or crashes (exit 1), at most `--max_learner_restarts` times, for clusters
-that do not restart a failed replica themselves; its exits 0 (budget, clean
-stop) and 2 (configuration error) end the replica.
+learner's address. A process that exits is restarted as every launcher does it
+(seed/launchers/restarts.py): an actor killed by a signal, the learner killed or
+crashed (from its latest checkpoint, at most `--max_learner_restarts` times, for
+clusters that do not restart a failed replica themselves). Any other exit ends
+the replica with its code (0: budget reached or stopped; 1: an actor found no
+learner, as at the end of training; 2: a configuration error).
 The roles run as `python -m learner|actors` processes, so this module imports
 neither.
 """
@@ -21,6 +20,7 @@ import sys
 import time
 
 from seed.launchers.cluster import ClusterError, ClusterRole, local_path, resolve_role
+from seed.launchers.restarts import RestartPolicy
 from seed.process import setup_logging, stop_on_signals
 
 log = logging.getLogger("seed.launchers.launch")
@@ -39,13 +39,11 @@ def role_commands(role: ClusterRole, gin_args: list[str], logdir: str, actors_pe
 
 def supervise(commands: list[list[str]], role: str, max_learner_restarts: int = 3,
               max_restart_backoff_s: float = 30.0) -> int:
-    """Runs the commands until one exits by itself or we are told to stop; restarts actors that died
-    from a signal, and the learner when it died from a signal or crashed (a bounded number of times)."""
+    """Runs the commands until one exits for good or we are told to stop, restarting by RestartPolicy."""
     stop = stop_on_signals()
+    policy = RestartPolicy(max_learner_restarts, max_backoff_s=max_restart_backoff_s)
     processes = [subprocess.Popen(c) for c in commands]
-    backoff = [1.0] * len(commands)
     restart_at = [None] * len(commands)  # when a dead process is started again; the others run on meanwhile
-    learner_restarts = 0
     try:
         while not stop.wait(0.5):
             now = time.monotonic()
@@ -57,19 +55,13 @@ def supervise(commands: list[list[str]], role: str, max_learner_restarts: int = 
                 code = p.poll()
                 if code is None:
                     continue
-                if role == "actor":
-                    restart = code < 0
-                else:
-                    restart = (code < 0 or code == 1) and learner_restarts < max_learner_restarts
-                    if restart:
-                        learner_restarts += 1
-                if restart:
+                if policy.restart(role, code):
                     reason = f"died from signal {-code}" if code < 0 else f"exited with {code}"
-                    log.warning("%s process %d %s; restarting it in %.0f s%s", role, i, reason, backoff[i],
-                                f" (restart {learner_restarts} of {max_learner_restarts}, from its latest "
+                    wait = policy.backoff_s(i)
+                    log.warning("%s process %d %s; restarting it in %.0f s%s", role, i, reason, wait,
+                                f" (restart {policy.learner_restarts} of {max_learner_restarts}, from its latest "
                                 "checkpoint)" if role == "learner" else "")
-                    restart_at[i] = now + backoff[i]
-                    backoff[i] = min(2 * backoff[i], max_restart_backoff_s)
+                    restart_at[i] = now + wait
                     continue
                 log.info("process %d exited with %d; stopping this replica", i, code)
                 return code

@@ -6,8 +6,9 @@ the data path. The learner goes to a node with the requested resources
 have the CPUs for them (round robin; the learner's node only when no other
 node can take them). Each role runs as a `python -m learner|actors` child of a
 small Ray actor on its node, so this module imports neither role. An actor
-whose process dies from a signal is restarted in place; one whose Ray actor or
-node is lost is placed again. Needs `.venv/bin/pip install -e '.[ray]' in the checkout`.
+whose process dies from a signal is restarted in place, by the rule every
+launcher applies (seed/launchers/restarts.py); one whose Ray actor or node is
+lost is placed again. Needs `.venv/bin/pip install -e '.[ray]' in the checkout`.
 
     seed-ray --address auto --num_actors 16 --learner_gpus 1 --gin_config atari_vtrace.gin
 """
@@ -19,6 +20,8 @@ import signal
 import subprocess
 import sys
 import time
+
+from seed.launchers.restarts import RestartPolicy, describe_exit
 
 log = logging.getLogger("seed.launchers.ray_launch")
 
@@ -87,6 +90,8 @@ class RayJob:
         log.info("learner on node %s at %s", self.learner_node, self.learner_address)
         self.actors = [self._place_actor(i) for i in range(num_actors)]
         self.actor_restarts = 0
+        self.policy = RestartPolicy()
+        self.finished_actors: set[int] = set()
 
     def _await_learner_address(self, learner_ip: str, timeout_s: float = 300.0) -> str:
         deadline = time.monotonic() + timeout_s
@@ -136,11 +141,16 @@ class RayJob:
                 self.actors[i] = self._place_actor(i)
                 self.actor_restarts += 1
                 continue
-            if actor_code is None:
+            if actor_code is None or i in self.finished_actors:
                 continue
             if actor_code == 2:
                 raise RuntimeError(f"actor {i} exited with a configuration error; see its log in {self.logdir}/logs")
-            log.warning("actor %d exited with %d; restarting it", i, actor_code)
+            if not self.policy.restart("actor", actor_code):
+                log.warning("actor %d exited with %d by itself; it is not restarted (seed/launchers/restarts.py)",
+                            i, actor_code)
+                self.finished_actors.add(i)
+                continue
+            log.warning("actor %d exited (%s); restarting it", i, describe_exit(actor_code))
             self.ray.get(actor.restart.remote())
             self.actor_restarts += 1
         return None
