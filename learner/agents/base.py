@@ -115,7 +115,7 @@ class Agent(Protocol):
         """TensorFlow objects the checkpoint holds, by name ('agent': the network acting uses)."""
 
     def checkpoint_sidecars(self) -> dict[str, object]:
-        """Objects with save_state(path) / load_state(path) / state_nbytes saved beside a checkpoint."""
+        """What is saved beside a checkpoint, by name: learner.checkpoints.ArraySidecar objects (a replay)."""
 
     def data_metrics(self) -> dict[str, float]:
         """Scalars about the data source (queue depth, replay fill, rates) for progress and TensorBoard."""

@@ -1,11 +1,12 @@
 import os
 import subprocess
+import threading
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from learner.checkpoints import Checkpointer
+from learner.checkpoints import ArraySidecar, Checkpointer
 from learner.networks import ActorCriticNetwork
 
 
@@ -52,29 +53,23 @@ def test_checkpoint_on_a_full_disk_is_logged_and_the_previous_one_kept(small_dis
     assert fresh.restore_latest() and int(restored.numpy()) == 5 and fresh.latest == first
 
 
-class ArraySidecar:
-    """The sidecar contract with a known array: save_state/load_state/state_nbytes."""
+class KnownArray:
+    """A known array behind an ArraySidecar, as the agents' replays are."""
 
-    def __init__(self, value):
+    def __init__(self, value, nbytes=None):
         self.value = np.full(1000, value, np.float32)
+        self.sidecar = ArraySidecar(threading.Lock(), lambda: {"value": self.value}, self._load,
+                                    nbytes or (lambda: self.value.nbytes))
 
-    @property
-    def state_nbytes(self):
-        return self.value.nbytes
-
-    def save_state(self, path):
-        from learner.checkpoints import write_arrays_atomically
-        write_arrays_atomically(path, {"value": self.value})
-
-    def load_state(self, path):
-        with np.load(path) as arrays:
-            self.value = arrays["value"].copy()
+    def _load(self, arrays):
+        self.value = arrays["value"].copy()
 
 
 def test_sidecars_are_saved_rotated_and_restored_with_their_checkpoint(tmp_path, caplog):
     frames = tf.Variable(0, dtype=tf.int64)
-    sidecar = ArraySidecar(0.0)
-    checkpointer = Checkpointer(str(tmp_path), max_to_keep=2, sidecars={"replay": sidecar}, environment_frames=frames)
+    sidecar = KnownArray(0.0)
+    checkpointer = Checkpointer(str(tmp_path), max_to_keep=2, sidecars={"replay": sidecar.sidecar},
+                                environment_frames=frames)
     checkpointer.check_disk()
     for i in range(1, 5):
         frames.assign(100 * i)
@@ -83,23 +78,18 @@ def test_sidecars_are_saved_rotated_and_restored_with_their_checkpoint(tmp_path,
     assert sorted(os.listdir(tmp_path)) == ["checkpoint", "ckpt-3.data-00000-of-00001", "ckpt-3.index",
                                             "ckpt-3.replay.npz", "ckpt-4.data-00000-of-00001", "ckpt-4.index",
                                             "ckpt-4.replay.npz", "latest.json"]
-    fresh = ArraySidecar(-1.0)
+    fresh = KnownArray(-1.0)
     frames.assign(0)
-    assert Checkpointer(str(tmp_path), sidecars={"replay": fresh}, environment_frames=frames).restore_latest()
+    assert Checkpointer(str(tmp_path), sidecars={"replay": fresh.sidecar}, environment_frames=frames).restore_latest()
     assert int(frames.numpy()) == 400 and np.all(fresh.value == 4)
 
     os.remove(tmp_path / "ckpt-4.replay.npz")  # the learner died between the checkpoint and its sidecar
-    empty = ArraySidecar(-1.0)
-    assert Checkpointer(str(tmp_path), sidecars={"replay": empty}, environment_frames=frames).restore_latest()
+    empty = KnownArray(-1.0)
+    assert Checkpointer(str(tmp_path), sidecars={"replay": empty.sidecar}, environment_frames=frames).restore_latest()
     assert np.all(empty.value == -1) and "no replay was saved with" in caplog.text
 
 
 def test_sidecars_the_disk_cannot_hold_are_refused_at_start(tmp_path):
-    huge = ArraySidecar(0.0)
-    huge.value = np.zeros(1, np.float32)
-    type(huge).state_nbytes = property(lambda self: 1 << 60)  # an exabyte: no disk holds it
-    try:
-        with pytest.raises(ValueError, match="needs .* GiB in .* but .* GiB is free; .*checkpoint_replay=False"):
-            Checkpointer(str(tmp_path / "c"), sidecars={"replay": huge}).check_disk()
-    finally:
-        type(huge).state_nbytes = ArraySidecar.__dict__["state_nbytes"]
+    huge = KnownArray(0.0, nbytes=lambda: 1 << 60)  # an exabyte: no disk holds it
+    with pytest.raises(ValueError, match="needs .* GiB in .* but .* GiB is free; .*checkpoint_replay=False"):
+        Checkpointer(str(tmp_path / "c"), sidecars={"replay": huge.sidecar}).check_disk()

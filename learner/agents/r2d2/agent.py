@@ -12,7 +12,7 @@ import tensorflow as tf
 from learner.agents.base import AgentContext, EvaluationPolicy, numpy_seed, register
 from learner.agents.r2d2.training import R2D2Trainer
 from learner.batcher import LearnerStopped
-from learner.checkpoints import write_arrays_atomically
+from learner.checkpoints import ArraySidecar
 from learner.data import RateLimit, require_memory
 from learner.data.sequence_replay import RateLimitedSampler, SampledBatch, SequenceReplay, sequence_bytes
 from learner.data.unrolls import UnrollStore
@@ -211,27 +211,19 @@ class R2D2Agent:
 
     def checkpoint_sidecars(self) -> dict[str, object]:
         """What the Checkpointer saves beside the TensorFlow checkpoint: the replay, when asked."""
-        return {"replay": self} if self.checkpoint_replay else {}
+        if not self.checkpoint_replay:
+            return {}
+        # The replay and the replay-ratio counter; inserts wait while they are written.
+        return {"replay": ArraySidecar(
+            self.replay.lock, lambda: dict(self.replay.state(), sampled_sequences=np.asarray(self.data.sampled)),
+            self._load_replay, lambda: self.replay.nbytes + self.replay.priorities.tree.nodes.nbytes)}
 
-    @property
-    def state_nbytes(self) -> int:
-        return self.replay.nbytes + self.replay.priorities.tree.nodes.nbytes
-
-    def save_state(self, path: str) -> None:
-        """The replay and the replay-ratio counter, written to `path` (an .npz) whole or not at all.
-        Inserts wait while it is written: a consistent snapshot without a second copy in memory."""
-        with self.replay.lock:
-            # Saved in agent steps, as before the sampler counted sequences.
-            arrays = dict(self.replay.state(), agent_sampled_steps=np.asarray(self.data.sampled * self.unroll_length))
-            write_arrays_atomically(path, arrays)
-
-    def load_state(self, path: str) -> None:
-        with np.load(path) as arrays:
-            self.replay.load_state(arrays)
-            self.data.sampled = int(arrays["agent_sampled_steps"]) // self.unroll_length
+    def _load_replay(self, arrays) -> None:
+        self.replay.load_state(arrays)
+        self.data.sampled = int(arrays["sampled_sequences"])
         self._counted_sequences = self.replay.num_inserted  # restored sequences are not new frames
-        log.info("restored a replay of %d sequences (%d inserted so far) from %s", self.replay.size,
-                 self.replay.num_inserted, path)
+        log.info("restored a replay of %d sequences (%d inserted so far)", self.replay.size,
+                 self.replay.num_inserted)
 
     def data_metrics(self) -> dict[str, float]:
         """Replay fill, insert and sample rates (agent steps/s since the last call), epsilon range."""

@@ -13,7 +13,7 @@ from learner.agents.base import AgentContext, EvaluationPolicy, bound_setting, n
 from learner.agents.sac.networks import QNetwork, SoftActor
 from learner.agents.sac.training import SACTrainer
 from learner.batcher import LearnerStopped
-from learner.checkpoints import write_arrays_atomically
+from learner.checkpoints import ArraySidecar
 from learner.data import RateLimit
 from learner.data.transitions import TransitionReplay
 from learner.data.unrolls import UnrollStore
@@ -155,21 +155,15 @@ class SACAgent:
                 "target_q1": self.target_critics[0], "target_q2": self.target_critics[1]}
 
     def checkpoint_sidecars(self) -> dict[str, object]:
-        return {"replay": self} if self.checkpoint_replay else {}
+        if not self.checkpoint_replay:
+            return {}
+        return {"replay": ArraySidecar(self.replay.lock, self.replay.state, self._load_replay,
+                                       lambda: self.replay.nbytes)}
 
-    @property
-    def state_nbytes(self) -> int:
-        return self.replay.nbytes
-
-    def save_state(self, path: str) -> None:
-        with self.replay.lock:  # inference keeps inserting; the arrays are views of the ring
-            write_arrays_atomically(path, self.replay.state())
-
-    def load_state(self, path: str) -> None:
-        with np.load(path) as arrays:
-            self.replay.load_state(arrays)
+    def _load_replay(self, arrays) -> None:
+        self.replay.load_state(arrays)
         self._counted = self.replay.num_inserted  # restored transitions are not new frames
-        log.info("restored a replay of %d transitions from %s", self.replay.size, path)
+        log.info("restored a replay of %d transitions", self.replay.size)
 
     def data_metrics(self) -> dict[str, float]:
         return self.replay.metrics()

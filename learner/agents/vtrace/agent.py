@@ -11,7 +11,7 @@ from learner.agents.base import AgentContext, EvaluationPolicy, numpy_seed, regi
 from learner.agents.minibatches import PER_UNROLL_ERRORS
 from learner.agents.vtrace.training import VTraceLoss, VTraceTrainer
 from learner.batcher import LearnerStopped
-from learner.checkpoints import write_arrays_atomically
+from learner.checkpoints import ArraySidecar
 from learner.data import require_memory
 from learner.data.unroll_replay import SOURCE_KINDS, UnrollMix
 from learner.data.unrolls import UnrollQueue, UnrollStore
@@ -128,10 +128,10 @@ class VTraceAgent:
         self._unroll_nbytes = sum(int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
                                   for shape, dtype in self._fields.values())
         if self.data.ring is not None:
-            require_memory(self.state_nbytes, f"a replay of {replay_capacity} unrolls",
-                           "lower VTraceAgent.replay_capacity")
+            ring_nbytes = replay_capacity * self._unroll_nbytes
+            require_memory(ring_nbytes, f"a replay of {replay_capacity} unrolls", "lower VTraceAgent.replay_capacity")
             log.info("replay: %d unrolls of %.2f MB, %.0f MB in all (%s)", replay_capacity, self._unroll_nbytes / 1e6,
-                     self.state_nbytes / 1e6, ", ".join(f"{k} {r:g}" for k, r in self.data.shares.items()))
+                     ring_nbytes / 1e6, ", ".join(f"{k} {r:g}" for k, r in self.data.shares.items()))
         self._stop = context.stop
         self._counted_restored_updates = False
         self._source_means: dict[str, float] = {}  # the last update's per-source means, for the progress line
@@ -237,23 +237,16 @@ class VTraceAgent:
         return {"agent": self.network, "optimizer": self.optimizer}
 
     def checkpoint_sidecars(self) -> dict[str, object]:
-        return {"replay": self} if self.checkpoint_replay and self.data.ring is not None else {}
+        if not self.checkpoint_replay or self.data.ring is None:
+            return {}
+        # The mix's ring, its samplers' state (priorities) and its update count (the replay ages count from
+        # it), under the ring's lock, which keeps elite sampling's thread out meanwhile.
+        return {"replay": ArraySidecar(self.data.ring.lock, self.data.state, self._load_replay,
+                                       lambda: self.data.ring.capacity * self._unroll_nbytes)}
 
-    @property
-    def state_nbytes(self) -> int:
-        return self.data.ring.capacity * self._unroll_nbytes if self.data.ring is not None else 0
-
-    def save_state(self, path: str) -> None:
-        """The mix's ring, its samplers' state (priorities) and its update count (the replay ages
-        count from it), to `path`: views of the live ring, written under its lock (which keeps elite
-        sampling's thread out meanwhile), so a save needs no second copy of it in memory."""
-        with self.data.ring.lock:
-            write_arrays_atomically(path, self.data.state())
-
-    def load_state(self, path: str) -> None:
-        with np.load(path) as arrays:
-            self.data.load_state(arrays, fields=self._fields)
-        log.info("restored a replay of %d unrolls from %s", len(self.data.ring), path)
+    def _load_replay(self, arrays) -> None:
+        self.data.load_state(arrays, fields=self._fields)
+        log.info("restored a replay of %d unrolls", len(self.data.ring))
 
     def data_metrics(self) -> dict[str, float]:
         return {"unroll_queue/depth": len(self.queue), **self.data.metrics()}

@@ -148,13 +148,13 @@ def test_vtrace_replay_mix_is_saved_and_restored_with_checkpoint_replay(tmp_path
         assert saved.queue.put(random_unrolls(rng, 2, 5, (4, 1), "float32", 2, 0), stop)
     for _ in range(3):
         saved.update(saved.next_batch(stop))  # the updates give the prioritised unrolls their errors
-    assert saved.checkpoint_sidecars() == {"replay": saved}
+    (name, sidecar), = saved.checkpoint_sidecars().items()
     # 8 unrolls x 6 steps x (observation 4 floats, reward, 3 flags, 2 actions, 2 logits, value; no core state)
-    assert saved.state_nbytes == 8 * 6 * (16 + 4 + 3 + 8 + 8 + 4)
-    saved.save_state(str(tmp_path / "replay.npz"))
+    assert name == "replay" and sidecar.state_nbytes == 8 * 6 * (16 + 4 + 3 + 8 + 8 + 4)
+    sidecar.save_state(str(tmp_path / "replay.npz"))
 
     restored = agent()
-    restored.load_state(str(tmp_path / "replay.npz"))
+    restored.checkpoint_sidecars()["replay"].load_state(str(tmp_path / "replay.npz"))
     before, after = saved.data.state(), restored.data.state()
     assert len(restored.data.ring) == len(saved.data.ring) == 8 and restored.data.updates == saved.data.updates == 3
     # Two replayed unrolls per batch were counted (a count starts again when its place is overwritten).
@@ -168,7 +168,7 @@ def test_vtrace_replay_mix_is_saved_and_restored_with_checkpoint_replay(tmp_path
                         min_replay_unrolls=4, checkpoint_replay=True)
     with pytest.raises(ValueError, match="saved replay stores other fields than this run's .*features.*the sources or "
                                          "replay_features changed"):
-        other.load_state(str(tmp_path / "replay.npz"))
+        other.checkpoint_sidecars()["replay"].load_state(str(tmp_path / "replay.npz"))
     plain = VTraceAgent(AgentContext(EnvSpec((4,), "float32", 2, 1), 1, 4, 10 ** 6, threading.Event()),
                         checkpoint_replay=True)
     assert plain.checkpoint_sidecars() == {}  # fresh unrolls only: nothing to save
