@@ -23,7 +23,7 @@ import numpy as np
 
 from learner.data import RateLimit
 from learner.data.elite import EliteSampler
-from learner.data.replay_samplers import AttentiveSampler, Drawn, PrioritisedSampler, UniformSampler
+from learner.data.replay_samplers import AttentiveSampler, PrioritisedSampler, UniformSampler
 from learner.data.unrolls import UnrollQueue, Unrolls
 
 SOURCE_KINDS = ("queue", "uniform", "prioritised", "elite", "attentive")
@@ -90,6 +90,20 @@ class UnrollRing:
             if replace:
                 return rng.integers(0, self._size, n)
             return rng.choice(self._size, min(n, self._size), replace=False)
+
+    def keys(self, positions: np.ndarray, generations: np.ndarray | None = None) -> np.ndarray:
+        """A key per unroll: its place's generation times the capacity plus its position, so one key names
+        one stored unroll (the generation changes whenever the place is written)."""
+        with self.lock:
+            generations = self.generation[positions] if generations is None else generations
+        return np.asarray(generations, np.int64) * self.capacity + positions
+
+    def current(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The positions `keys` name, and which of them still hold the unroll their key named."""
+        keys = np.asarray(keys, np.int64)
+        positions = keys % self.capacity
+        with self.lock:
+            return positions, (keys >= 0) & (self.generation[positions] == keys // self.capacity)
 
     def mark_sampled(self, positions: np.ndarray, generations: np.ndarray) -> np.ndarray:
         """Counts a batch's use of these unrolls, unless their place was written since they were taken;
@@ -224,8 +238,6 @@ class UnrollMix:
         self.updates = 0
         self.last_fresh = 0
         self._filled = 0
-        self._last: dict[str, Drawn] = {}
-        self._last_fresh_positions = np.zeros(0, np.int64)
         self._metrics: dict[str, float] = {}
 
     @property
@@ -252,12 +264,12 @@ class UnrollMix:
         parts = [{**fresh, "source": per_step(np.zeros(n, np.int32), steps),
                   "sample_weight": np.ones((n, steps), np.float32)}]
         metrics: dict[str, float] = {}
-        drawn_now: dict[str, Drawn] = {}
+        keys = [np.full(n, -1, np.int64)]  # the fresh rows' keys once they are stored, below
         for kind, sampler in self.samplers.items():
             drawn = sampler.draw(self.updates, fresh, stop)
             if drawn is None:
                 return None
-            drawn_now[kind] = drawn
+            keys.append(self.ring.keys(drawn.positions, drawn.generations))
             n = len(drawn.positions)
             weights = np.ones(n, np.float32) if drawn.weights is None else drawn.weights.astype(np.float32)
             parts.append({**{k: drawn.unrolls[k] for k in fresh},
@@ -270,31 +282,25 @@ class UnrollMix:
             metrics[f"data/{kind}_first_replays"] = float(np.mean(self.ring.mark_sampled(drawn.positions,
                                                                                         drawn.generations)))
         if self.ring is not None:  # after sampling: a batch never holds one unroll twice over
-            self._last_fresh_positions = self._insert(fresh)
-        self._last = drawn_now
+            stored = self._insert(fresh)  # the newest only, when the ring is smaller than the fresh share
+            keys[0][len(keys[0]) - len(stored):] = self.ring.keys(stored)
         self.updates += 1
         self.last_fresh, self._filled = self._filled + self.fresh_per_batch, 0
         self._metrics = metrics
-        return {k: np.concatenate([p[k] for p in parts]) if len(parts) > 1 else parts[0][k] for k in parts[0]}
+        batch = {k: np.concatenate([p[k] for p in parts]) if len(parts) > 1 else parts[0][k] for k in parts[0]}
+        batch["key"] = np.concatenate(keys)  # [B], per unroll (-1: not stored)
+        return batch
 
-    def feedback(self, errors: np.ndarray) -> None:
-        """The last batch's per-unroll V-trace errors (rows in batch order): prioritised replay's
-        new priorities for every replayed unroll (whichever source drew it: each was trained on) and
-        for the fresh ones it just stored."""
+    def feedback(self, keys: np.ndarray, errors: np.ndarray) -> None:
+        """Per-unroll V-trace errors of a batch's rows, by the batch's `key`s: prioritised replay's new
+        priorities for every stored unroll a key still names (whichever source drew it: each was trained
+        on; the fresh ones just stored too). An unroll whose place was written since, by this batch's
+        fresh ones or later, is gone: its error is not its successor's."""
         sampler = self.samplers.get("prioritised")
         if sampler is None:
             return
-        errors = np.asarray(errors, np.float64)
-        start = self.fresh_per_batch
-        for drawn in self._last.values():
-            n = len(drawn.positions)
-            # A drawn unroll whose place this batch's fresh ones took is gone: its error is not theirs.
-            kept = ~np.isin(drawn.positions, self._last_fresh_positions)
-            sampler.feedback(drawn.positions[kept], errors[start:start + n][kept])
-            start += n
-        # The ring keeps only the newest fresh unrolls when it is smaller than their share.
-        stored = len(self._last_fresh_positions)
-        sampler.feedback(self._last_fresh_positions, errors[:self.fresh_per_batch][self.fresh_per_batch - stored:])
+        positions, current = self.ring.current(keys)
+        sampler.feedback(positions[current], np.asarray(errors, np.float64)[current])
 
     def metrics(self) -> dict[str, float]:
         if not self.updates:  # no batch formed yet

@@ -219,9 +219,13 @@ class VTraceAgent:
         """Returns the update's metrics (averaged over its gradient steps) and the environment frames it
         consumed (its fresh unrolls'; counted also when a non-finite step was skipped, as R2D2Agent
         counts what it inserted: the budget counts frames collected)."""
-        batch = {k: v for k, v in batch.items() if k != "features"}  # only the samplers compare them
+        keys = batch.get("key")
+        # Only the samplers compare features; the keys come back with the errors.
+        batch = {k: v for k, v in batch.items() if k not in ("features", "key")}
         metrics = self.trainer.train(batch, self.epochs, self.minibatches, self._shuffle)
-        self.data.feedback(metrics.pop(PER_UNROLL_ERRORS))
+        errors = metrics.pop(PER_UNROLL_ERRORS)
+        if keys is not None:
+            self.data.feedback(keys, errors)
         if self.data.ring is None:  # fresh data only: CLEAR's terms are zero by construction
             metrics.pop("loss/policy_cloning")
             metrics.pop("loss/value_cloning")

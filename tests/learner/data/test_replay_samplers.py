@@ -211,11 +211,11 @@ def test_prioritised_feedback_reaches_the_unrolls_of_the_last_batch():
     mix = UnrollMix(queue_of(100), {"queue": 0.5, "prioritised": 0.5}, 4, replay_capacity=16, min_replay_unrolls=4,
                     seed=0)
     stop = threading.Event()
-    mix.next_batch(stop)
-    drawn = mix._last["prioritised"].positions
-    mix.feedback(np.array([0.5, 1.5, 7.0, 9.0]))  # 2 fresh rows, then the 2 prioritised ones
+    keys = mix.next_batch(stop)["key"]
+    fresh, drawn = keys[:2] % 16, keys[2:] % 16  # 2 fresh rows, then the 2 prioritised ones
+    mix.feedback(keys, np.array([0.5, 1.5, 7.0, 9.0]))
     tree, alpha = mix.samplers["prioritised"].priorities.tree, mix.samplers["prioritised"].priorities.exponent
-    np.testing.assert_allclose(tree.get(mix._last_fresh_positions), np.array([0.5, 1.5]) ** alpha, rtol=1e-2)
+    np.testing.assert_allclose(tree.get(fresh), np.array([0.5, 1.5]) ** alpha, rtol=1e-2)
     np.testing.assert_allclose(tree.get(drawn), np.array([7.0, 9.0]) ** alpha, rtol=1e-2)
 
 
@@ -225,13 +225,33 @@ def test_prioritised_feedback_skips_a_drawn_unroll_whose_place_the_fresh_ones_to
                     seed=0)
     stop = threading.Event()
     for _ in range(20):
-        mix.next_batch(stop)
-        fresh, drawn = mix._last_fresh_positions, mix._last["prioritised"].positions
-        mix.feedback(np.array([1.0, 2.0, 50.0, 60.0]))
+        keys = mix.next_batch(stop)["key"]
+        fresh, drawn = keys[:2] % 4, keys[2:] % 4
+        mix.feedback(keys, np.array([1.0, 2.0, 50.0, 60.0]))
         tree, alpha = mix.samplers["prioritised"].priorities.tree, mix.samplers["prioritised"].priorities.exponent
         # The fresh unrolls get their own errors even where a drawn (evicted) one sat in their place.
         np.testing.assert_allclose(tree.get(fresh), np.array([1.0, 2.0]) ** alpha, rtol=1e-2)
         assert all(p in fresh or tree.get([p])[0] >= 50.0 ** alpha * 0.99 for p in drawn)
+
+
+def test_late_feedback_reaches_only_the_unrolls_its_keys_still_name():
+    """Feedback goes by the batch's keys, not by the last batch's rows: errors that come back after a
+    later batch overwrote some of the unrolls leave those places' new unrolls alone."""
+    mix = UnrollMix(queue_of(100), {"queue": 0.5, "prioritised": 0.5}, 4, replay_capacity=4, min_replay_unrolls=4,
+                    seed=0)
+    stop = threading.Event()
+    first = mix.next_batch(stop)["key"]
+    second = mix.next_batch(stop)["key"]  # its 2 fresh unrolls overwrite 2 of the ring's 4 places
+    tree, alpha = mix.samplers["prioritised"].priorities.tree, mix.samplers["prioritised"].priorities.exponent
+    overwritten = set((second[:2] % 4).tolist())
+    before = tree.get(np.arange(4)).copy()
+    mix.feedback(first, np.full(4, 100.0))
+    after = tree.get(np.arange(4))
+    for position in range(4):
+        if position in overwritten:
+            assert after[position] == before[position]
+        elif position in (first % 4):
+            assert after[position] == pytest.approx(100.001 ** alpha, rel=1e-3)
 
 
 def test_prioritised_sampling_resumed_from_a_ring_saved_without_it_starts_every_unroll_equal():
@@ -243,10 +263,10 @@ def test_prioritised_sampling_resumed_from_a_ring_saved_without_it_starts_every_
 def test_prioritised_feedback_reaches_unrolls_the_other_sources_replayed():
     mix = UnrollMix(queue_of(100), {"queue": 0.25, "uniform": 0.5, "prioritised": 0.25}, 4, replay_capacity=16,
                     min_replay_unrolls=4, seed=0)
-    mix.next_batch(threading.Event())
-    uniform, fresh = mix._last["uniform"].positions, mix._last_fresh_positions
+    keys = mix.next_batch(threading.Event())["key"]
+    uniform, fresh = keys[1:3] % 16, keys[:1] % 16
     errors = np.array([0.5, 3.0, 5.0, 7.0])  # 1 fresh row, 2 uniform ones, 1 prioritised
-    mix.feedback(errors)
+    mix.feedback(keys, errors)
     tree, alpha = mix.samplers["prioritised"].priorities.tree, mix.samplers["prioritised"].priorities.exponent
     checked = [(p, e) for p, e in zip(uniform, errors[1:3]) if p not in fresh and (uniform == p).sum() == 1]
     assert checked  # (a position drawn twice keeps its later row's error)
