@@ -1,7 +1,5 @@
-"""The learner process: gRPC service, inference thread, training thread,
-checkpoints, summaries and the progress line, wired together."""
-import collections
-import json
+"""The learner process: the gRPC service, the inference thread, the training thread (training_loop.py),
+checkpoints and progress (progress.py), wired together and supervised."""
 import logging
 import os
 import sys
@@ -11,7 +9,6 @@ from collections.abc import Sequence
 
 import gin
 import keras
-import numpy as np
 import tensorflow as tf
 
 from learner.agents import AgentContext, VTraceAgent
@@ -20,12 +17,13 @@ from learner.batcher import InferenceBatcher
 from learner.checkpoints import Checkpointer
 from learner.devices import select_device
 from learner.inference import InferencePipeline
-from learner.optimizers import current_learning_rate
+from learner.progress import EpisodeLog, Progress
 from learner.rewards import check_reward_clipping
 from learner.service import LearnerServicer, start_server
 from learner.slots import SlotAllocator
 from learner.strategy import create_strategy
 from learner.tracking import WandbTracker
+from learner.training_loop import TrainingLoop
 from seed import envs as seed_envs
 from seed.auth import read_auth_token, server_credentials
 from seed.gin_setup import save_operative_config
@@ -33,228 +31,6 @@ from seed.process import CONSOLE
 from seed.settings import require_non_negative, require_positive
 
 log = logging.getLogger(__name__)
-
-
-class TrainingLoop:
-    """The training thread: batches from the agent's data source, updates, frame budget, checkpoints."""
-
-    def __init__(self, agent, checkpointer: Checkpointer, frames: tf.Variable, total_frames: int,
-                 checkpoint_interval_s: float, stop: threading.Event, max_consecutive_skipped_updates: int = 100):
-        self.agent, self.checkpointer, self.frames, self.total_frames = agent, checkpointer, frames, total_frames
-        self.checkpoint_interval_s, self.stop = checkpoint_interval_s, stop
-        self.max_consecutive_skipped_updates = max_consecutive_skipped_updates
-        self.budget_reached = threading.Event()
-        self.last_metrics: dict[str, float] = {}
-        self.num_updates = 0
-        self.num_skipped_updates = 0
-        # Where the training thread's time goes (microseconds in all): waiting for a batch (the data
-        # side is the bound) against updating (the learner is).
-        self.batch_wait_us = 0
-        self.update_us = 0
-        self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self._run, name="training", daemon=True)
-
-    def _run(self) -> None:
-        last_save, skipped_in_a_row = time.monotonic(), 0
-        try:
-            while not self.stop.is_set() and int(self.frames.numpy()) < self.total_frames:
-                started = time.perf_counter_ns()
-                batch = self.agent.next_batch(self.stop)
-                batched = time.perf_counter_ns()
-                self.batch_wait_us += (batched - started) // 1000
-                if batch is None:
-                    break
-                metrics, new_frames = self.agent.update(batch)
-                self.update_us += (time.perf_counter_ns() - batched) // 1000
-                self.frames.assign_add(new_frames)
-                if not metrics.pop("update_applied"):
-                    self.num_skipped_updates += 1
-                    skipped_in_a_row += 1
-                    log.warning("skipped an update with a non-finite loss or gradient (%d so far)",
-                                self.num_skipped_updates)
-                    if skipped_in_a_row >= self.max_consecutive_skipped_updates:
-                        raise FloatingPointError(
-                            f"{skipped_in_a_row} updates in a row had a non-finite loss or gradient; stopping and "
-                            "keeping the last checkpoint (lower the learning rate or check the rewards)")
-                    continue
-                skipped_in_a_row = 0
-                self.num_updates += 1
-                self.last_metrics = metrics
-                if time.monotonic() - last_save >= self.checkpoint_interval_s:
-                    self.checkpointer.save()
-                    last_save = time.monotonic()
-            if int(self.frames.numpy()) >= self.total_frames:
-                self.budget_reached.set()
-        except FloatingPointError as e:
-            log.error("%s", e)
-            self.error = e
-        except Exception as e:  # The supervisor reports it and stops the learner.
-            log.exception("training failed")
-            self.error = e
-
-
-class EpisodeLog:
-    """LOGDIR/episodes.csv: one row per finished episode, appended across resumes."""
-
-    def __init__(self, path: str):
-        is_new = not os.path.exists(path)
-        self._file = open(path, "a")
-        if is_new:
-            self._file.write("env_frames,raw_return,clipped_return,length_frames,evaluation,time\n")
-
-    def write(self, env_frames: int, evaluation: bool, episode, length_frames: int, now: float) -> None:
-        """`now` (Unix seconds) is when the row is written, at most one progress interval after
-        the episode ended: learning curves over wall time read it."""
-        self._file.write(f"{env_frames},{episode.raw_return},{episode.clipped_return},{length_frames},"
-                         f"{int(evaluation)},{now:.1f}\n")
-
-    def flush(self) -> None:
-        self._file.flush()
-
-    @staticmethod
-    def last_env_frames(path: str) -> int:
-        """The env frames of the last complete row (0 for none): where a resumed run's count goes on."""
-        if not os.path.exists(path):
-            return 0
-        with open(path, "rb") as f:
-            f.seek(max(0, os.path.getsize(path) - 4096))
-            lines = f.read().decode(errors="replace").split("\n")[:-1]  # the last may be half written
-        for line in reversed(lines):
-            first = line.split(",", 1)[0]
-            if first.isdigit():
-                return int(first)
-        return 0
-
-
-class TimeLeft:
-    """Seconds left to the budget at the rate of the last `window_s` (5 minutes): one line's rate swings
-    with every checkpoint and replay refill and would make the estimate jump by hours, and the first
-    lines' warm-up would make it far too long."""
-
-    def __init__(self, interval_s: float, now: float, frames: int, window_s: float = 300.0):
-        self._points = collections.deque([(now, frames)], maxlen=max(2, int(window_s / interval_s) + 1))
-
-    def advance(self, now: float, frames: int, total_frames: int) -> float | None:
-        self._points.append((now, frames))
-        (start_s, start_frames) = self._points[0]
-        rate = (frames - start_frames) / max(now - start_s, 1e-9)
-        return (total_frames - frames) / rate if rate > 0 and frames < total_frames else None
-
-
-class RateWindow:
-    """The span and counter changes a progress line's rates are taken over: since the last
-    report, or since the one before when that is under `min_span_s` (the last line at
-    shutdown comes early, and a rate over a fraction of a second is mostly noise)."""
-
-    def __init__(self, min_span_s: float, now: float, counts: tuple[int, ...]):
-        self.min_span_s = min_span_s
-        self._points = collections.deque([(now, counts)], maxlen=2)  # the last two reports
-
-    def advance(self, now: float, counts: tuple[int, ...]) -> tuple[float, tuple[int, ...]]:
-        start_time, start_counts = self._points[-1]
-        if now - start_time < self.min_span_s and len(self._points) == 2:
-            start_time, start_counts = self._points[0]
-        self._points.append((now, counts))
-        return max(now - start_time, 1e-9), tuple(c - s for c, s in zip(counts, start_counts))
-
-
-class Progress:
-    """The progress line, LOGDIR/progress.jsonl, LOGDIR/episodes.csv and TensorBoard scalars."""
-
-    def __init__(self, logdir: str, pipeline: InferencePipeline, batcher: InferenceBatcher,
-                 training: TrainingLoop, servicer: LearnerServicer, frames_per_step: int,
-                 interval_s: float):
-        self.writer = tf.summary.create_file_writer(os.path.join(logdir, "summaries"))
-        self.episodes_csv = EpisodeLog(os.path.join(logdir, "episodes.csv"))
-        self.jsonl = open(os.path.join(logdir, "progress.jsonl"), "a")
-        self.pipeline, self.batcher, self.training = pipeline, batcher, training
-        self.agent, self.servicer, self.frames_per_step = pipeline.agent, servicer, frames_per_step
-        self.returns = collections.deque(maxlen=100)
-        self.evaluation_returns = collections.deque(maxlen=100)
-        self.num_episodes = 0
-        self.tracker = None  # a WandbTracker when run_learner.wandb_project is set
-        self._window = RateWindow(interval_s / 2, time.monotonic(), self._counts(int(training.frames.numpy())))
-        self._time_left = TimeLeft(interval_s, time.monotonic(), int(training.frames.numpy()))
-
-    def _counts(self, frames: int) -> tuple[int, ...]:
-        return (frames, self.batcher.num_batches, self.batcher.num_batched_envs, self.training.num_updates
-                + self.training.num_skipped_updates, self.training.batch_wait_us, self.training.update_us)
-
-    def report(self) -> str:
-        """Writes every output once and returns the progress line."""
-        frames = int(self.training.frames.numpy())
-        span_s, (new_frames, new_batches, new_batched, new_updates, wait_us, update_us) = self._window.advance(
-            time.monotonic(), self._counts(frames))
-        # The training thread over the window: ms per update, and the share of its time spent waiting
-        # for data; left out of a window it spent inside one long update.
-        training = {"training/batch_wait_share": wait_us / (wait_us + update_us)} if wait_us + update_us else {}
-        if new_updates:
-            training["training/update_ms"] = update_us / 1000 / new_updates
-        record = {"time": time.time(), "frames": frames, "total_frames": self.training.total_frames,
-                  "frames_per_second": new_frames / span_s,
-                  "seconds_left": self._time_left.advance(time.monotonic(), frames, self.training.total_frames),
-                  "inference_batch_size": new_batched / max(new_batches, 1), **training,
-                  "updates": self.training.num_updates, "skipped_updates": self.training.num_skipped_updates,
-                  "env_frames": self.pipeline.env_steps * self.frames_per_step,
-                  **self.agent.data_metrics(), **self.servicer.counters(),
-                  **({"learning_rate": current_learning_rate(self.agent.optimizer)} if self.agent.optimizer else {}),
-                  **{k: float(v) for k, v in self.training.last_metrics.items()}}
-        with self.writer.as_default(step=frames):
-            self._drain_episodes()
-            for name, value in record.items():
-                if name not in ("time", "frames", "total_frames", "env_frames", "updates", "skipped_updates",
-                                "seconds_left"):
-                    tf.summary.scalar(name, value)
-        self.writer.flush()
-        record["episodes"] = self.num_episodes
-        record["mean_return_last_100"] = float(np.mean(self.returns)) if self.returns else None
-        if self.evaluation_returns:
-            record["mean_evaluation_return_last_100"] = float(np.mean(self.evaluation_returns))
-        self.jsonl.write(json.dumps(record) + "\n")
-        self.jsonl.flush()
-        if self.tracker is not None:
-            self.tracker.log(record)
-        return format_progress(record, len(self.returns), self.agent.describe_data())
-
-    def _drain_episodes(self) -> None:
-        now = time.time()
-        while self.pipeline.finished_episodes:
-            env_steps, evaluation, episode = self.pipeline.finished_episodes.popleft()
-            length_frames = episode.length * self.frames_per_step
-            self.episodes_csv.write(env_steps * self.frames_per_step, evaluation, episode, length_frames, now)
-            prefix = "evaluation_episode" if evaluation else "episode"
-            tf.summary.scalar(f"{prefix}/raw_return", episode.raw_return)
-            tf.summary.scalar(f"{prefix}/clipped_return", episode.clipped_return)
-            tf.summary.scalar(f"{prefix}/length_frames", length_frames)
-            if evaluation:
-                self.evaluation_returns.append(episode.raw_return)
-            else:
-                self.num_episodes += 1
-                self.returns.append(episode.raw_return)
-        self.episodes_csv.flush()
-
-
-def format_duration(seconds: float) -> str:
-    minutes = int(seconds // 60)
-    return f"{minutes // 60}h{minutes % 60:02d}m" if minutes >= 60 else f"{minutes}m{int(seconds % 60):02d}s"
-
-
-def format_progress(record, num_returns: int, data: str) -> str:
-    def mean(name):
-        return "n/a" if record.get(name) is None else f"{record[name]:.1f}"
-
-    frames, total, rate, seconds_left = (record["frames"], record["total_frames"], record["frames_per_second"],
-                                         record.get("seconds_left"))
-    left = f"{format_duration(seconds_left)} left" if seconds_left is not None and frames < total else "n/a left"
-    losses = " ".join(f"{k[5:]} {v:+.3f}" for k, v in record.items() if k.startswith("loss/") and k != "loss/total")
-    evaluation = (f" | eval return {mean('mean_evaluation_return_last_100')}"
-                  if "mean_evaluation_return_last_100" in record else "")
-    return (f"frames {frames:,} ({100 * frames / max(total, 1):.1f} % of {total:,}; {rate:,.0f}/s, {left}) | "
-            f"episodes {record['episodes']} | "
-            f"return(last {num_returns}) {mean('mean_return_last_100')}{evaluation} | "
-            f"loss {losses or 'n/a (waiting for data)'} | "
-            f"inference batch {record['inference_batch_size']:.1f} | {data}")
-
 
 def set_tf_threads(intra_op: int, inter_op: int) -> None:
     require_non_negative("run_learner", tf_intra_op_threads=intra_op, tf_inter_op_threads=inter_op)  # 0: all cores

@@ -6,7 +6,7 @@ One training loop serves every agent. The learner drives an agent from three thr
     actions, new_core_state = agent.act(slot_ids, inputs, steps)   # also records training data
     agent.release(slot_ids)                                          # when an actor's envs leave
 
-    # training thread (learner.learner.TrainingLoop):
+    # training thread (learner.training_loop.TrainingLoop):
     while frames < total_environment_frames and not stop:
         batch = agent.next_batch(stop)          # blocks on the agent's rate limit; None on stop
         metrics, new_frames = agent.update(batch)

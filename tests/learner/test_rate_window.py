@@ -1,6 +1,6 @@
 import pytest
 
-from learner.learner import RateWindow
+from learner.progress import RateWindow
 
 
 def test_rates_cover_the_span_since_the_last_report():

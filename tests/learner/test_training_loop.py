@@ -4,7 +4,7 @@ import time
 import tensorflow as tf
 
 from learner.checkpoints import Checkpointer
-from learner.learner import TrainingLoop
+from learner.training_loop import TrainingLoop
 
 
 class ScriptedAgent:
@@ -66,7 +66,7 @@ def test_the_loop_counts_its_time_waiting_for_batches_and_updating(tmp_path):
 
 
 def test_progress_line_says_how_far_and_how_long_is_left():
-    from learner.learner import format_progress
+    from learner.progress import format_progress
 
     record = {"frames": 2_500_000, "total_frames": 10_000_000, "frames_per_second": 2_500.0, "seconds_left": 3000.0,
               "episodes": 7,
@@ -81,7 +81,7 @@ def test_progress_line_says_how_far_and_how_long_is_left():
 
 
 def test_time_left_follows_the_rate_of_the_last_minutes_not_of_one_line():
-    from learner.learner import TimeLeft
+    from learner.progress import TimeLeft
 
     left = TimeLeft(interval_s=5.0, now=0.0, frames=0, window_s=60.0)
     for second in range(5, 65, 5):  # 1,000 frames/s for a minute, but the last line at 100/s
@@ -95,7 +95,7 @@ def test_time_left_follows_the_rate_of_the_last_minutes_not_of_one_line():
 
 
 def test_a_resumed_run_reads_its_frames_stepped_from_the_last_complete_row(tmp_path):
-    from learner.learner import EpisodeLog
+    from learner.progress import EpisodeLog
 
     path = tmp_path / "episodes.csv"
     assert EpisodeLog.last_env_frames(str(path)) == 0

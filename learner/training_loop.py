@@ -1,0 +1,67 @@
+"""The training thread: batches from the agent's data source, updates, the frame budget and checkpoints."""
+import logging
+import threading
+import time
+
+import tensorflow as tf
+
+from learner.checkpoints import Checkpointer
+
+log = logging.getLogger(__name__)
+
+class TrainingLoop:
+    """The training thread: batches from the agent's data source, updates, frame budget, checkpoints."""
+
+    def __init__(self, agent, checkpointer: Checkpointer, frames: tf.Variable, total_frames: int,
+                 checkpoint_interval_s: float, stop: threading.Event, max_consecutive_skipped_updates: int = 100):
+        self.agent, self.checkpointer, self.frames, self.total_frames = agent, checkpointer, frames, total_frames
+        self.checkpoint_interval_s, self.stop = checkpoint_interval_s, stop
+        self.max_consecutive_skipped_updates = max_consecutive_skipped_updates
+        self.budget_reached = threading.Event()
+        self.last_metrics: dict[str, float] = {}
+        self.num_updates = 0
+        self.num_skipped_updates = 0
+        # Where the training thread's time goes (microseconds in all): waiting for a batch (the data
+        # side is the bound) against updating (the learner is).
+        self.batch_wait_us = 0
+        self.update_us = 0
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, name="training", daemon=True)
+
+    def _run(self) -> None:
+        last_save, skipped_in_a_row = time.monotonic(), 0
+        try:
+            while not self.stop.is_set() and int(self.frames.numpy()) < self.total_frames:
+                started = time.perf_counter_ns()
+                batch = self.agent.next_batch(self.stop)
+                batched = time.perf_counter_ns()
+                self.batch_wait_us += (batched - started) // 1000
+                if batch is None:
+                    break
+                metrics, new_frames = self.agent.update(batch)
+                self.update_us += (time.perf_counter_ns() - batched) // 1000
+                self.frames.assign_add(new_frames)
+                if not metrics.pop("update_applied"):
+                    self.num_skipped_updates += 1
+                    skipped_in_a_row += 1
+                    log.warning("skipped an update with a non-finite loss or gradient (%d so far)",
+                                self.num_skipped_updates)
+                    if skipped_in_a_row >= self.max_consecutive_skipped_updates:
+                        raise FloatingPointError(
+                            f"{skipped_in_a_row} updates in a row had a non-finite loss or gradient; stopping and "
+                            "keeping the last checkpoint (lower the learning rate or check the rewards)")
+                    continue
+                skipped_in_a_row = 0
+                self.num_updates += 1
+                self.last_metrics = metrics
+                if time.monotonic() - last_save >= self.checkpoint_interval_s:
+                    self.checkpointer.save()
+                    last_save = time.monotonic()
+            if int(self.frames.numpy()) >= self.total_frames:
+                self.budget_reached.set()
+        except FloatingPointError as e:
+            log.error("%s", e)
+            self.error = e
+        except Exception as e:  # The supervisor reports it and stops the learner.
+            log.exception("training failed")
+            self.error = e
