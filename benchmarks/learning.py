@@ -29,7 +29,6 @@ import argparse
 import csv
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -38,6 +37,7 @@ import time
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, REPO)
+from seed.launchers.local import config_game  # noqa: E402
 from seed.plot import curve, draw, read_episodes  # noqa: E402  (the repository's, also before pip install)
 
 # 300k and 1M for MuJoCo (issue 28), 2.5M-20M for Atari (issue 26).
@@ -52,12 +52,7 @@ THRESHOLDS = {"Pong": 18.0, "Breakout": 100.0, "CartPole-v1": 195.0, "Pendulum-v
 
 def default_game(env: str, agent: str) -> str | None:
     """The GAME macro of seed/configs/ENV_AGENT.gin, which run_local.sh trains without --game."""
-    try:
-        with open(os.path.join(REPO, "seed", "configs", f"{env}_{agent}.gin")) as f:
-            match = re.search(r"^GAME\s*=\s*['\"]([^'\"]+)['\"]", f.read(), re.MULTILINE)
-    except OSError:
-        return None
-    return match.group(1) if match else None
+    return config_game(os.path.join(REPO, "seed", "configs", f"{env}_{agent}.gin"))
 
 
 def return_at(rows, frames: float) -> float | None:

@@ -5,6 +5,7 @@ import logging
 import os
 import re
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -126,3 +127,18 @@ def stop_on_signals(impatient_after_s: float = 3.0) -> threading.Event:
     signal.signal(signal.SIGINT, handler)
     signal.signal(signal.SIGTERM, handler)
     return stop
+
+
+def stop_processes(processes, timeout_s: float) -> None:
+    """SIGTERM to every process still running (each role stops in order, the learner with a checkpoint),
+    then SIGKILL to any still running `timeout_s` later; returns once all have exited."""
+    for p in processes:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + timeout_s
+    for p in processes:
+        try:
+            p.wait(max(deadline - time.monotonic(), 0.01))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()

@@ -14,14 +14,13 @@ neither.
 import argparse
 import logging
 import os
-import signal
 import subprocess
 import sys
 import time
 
 from seed.launchers.cluster import ClusterError, ClusterRole, local_path, resolve_role
 from seed.launchers.restarts import RestartPolicy
-from seed.process import setup_logging, stop_on_signals
+from seed.process import setup_logging, stop_on_signals, stop_processes
 
 log = logging.getLogger("seed.launchers.launch")
 
@@ -67,15 +66,7 @@ def supervise(commands: list[list[str]], role: str, max_learner_restarts: int = 
                 return code
         return 0
     finally:
-        for p in processes:
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + 30
-        for p in processes:
-            try:
-                p.wait(max(deadline - time.monotonic(), 0.1))
-            except subprocess.TimeoutExpired:
-                p.kill()
+        stop_processes(processes, timeout_s=30)
 
 
 def build_parser() -> argparse.ArgumentParser:

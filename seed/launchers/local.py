@@ -23,6 +23,7 @@ import sys
 import time
 
 from seed.launchers.restarts import RestartPolicy, describe_exit
+from seed.process import stop_processes
 
 PREFIX = "run_local.sh"
 CONFIG_DIR = "seed/configs"
@@ -139,18 +140,23 @@ def parse_args(argv: list[str]) -> Options:
     return options
 
 
+def config_game(path: str) -> str | None:
+    """The GAME macro a gin file sets (the last one, as in gin), or None where it sets none."""
+    try:
+        with open(path) as f:
+            found = re.findall(r"^GAME\s*=\s*['\"]([^'\"]+)['\"]", f.read(), flags=re.M)
+    except OSError:
+        return None
+    return found[-1] if found else None
+
+
 def configured_game(configs: list[str]) -> str:
     """The GAME macro every env family's config sets; the last file that sets it wins, as in gin."""
     game = ""
     for path in configs:
         if not os.path.isfile(path):
             path = os.path.join(CONFIG_DIR, os.path.basename(path))  # a bare name, as gin_setup resolves it
-        try:
-            with open(path) as f:
-                found = re.findall(r"^GAME = '([^']*)'", f.read(), flags=re.M)
-        except OSError:
-            found = []
-        game = found[-1] if found else game
+        game = config_game(path) or game
     if not game:
         raise UsageError(f"{configs[0]} sets no GAME macro (GAME = 'Name'); every env family's config needs one")
     return game
@@ -248,16 +254,7 @@ class LocalRun:
 
     def stop_all(self) -> None:
         say("stopping every process (the learner saves a checkpoint if it still can)")
-        for p in self.processes():
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + 10
-        for p in self.processes():
-            try:
-                p.wait(max(deadline - time.monotonic(), 0.01))
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        stop_processes(self.processes(), timeout_s=10)
         report_checkpoint(self.logdir)
 
     def supervise(self, address: str, policy: RestartPolicy) -> int:
@@ -286,7 +283,7 @@ class LocalRun:
                         self.actors[i] = self.start_actor(i, address)
                     continue
                 code = actor.poll()
-                if code is not None and policy.restart("actor", code) and code != -signal.SIGINT:
+                if code is not None and policy.restart("actor", code):
                     say(f"actor_{i} died ({describe_exit(code)}); restarting it")
                     restart_at[i] = now + policy.backoff_s(f"actor_{i}")
             if restart_at or any(a.poll() is None for a in self.actors):

@@ -16,12 +16,12 @@ import argparse
 import json
 import logging
 import os
-import signal
 import subprocess
 import sys
 import time
 
 from seed.launchers.restarts import RestartPolicy, describe_exit
+from seed.process import stop_processes
 
 log = logging.getLogger("seed.launchers.ray_launch")
 
@@ -62,12 +62,7 @@ class RoleProcess:
         return open(path).read() if os.path.exists(path) else None
 
     def stop(self, timeout_s: float = 30.0) -> int | None:
-        if self._process.poll() is None:
-            self._process.send_signal(signal.SIGTERM)
-            try:
-                self._process.wait(timeout_s)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
+        stop_processes([self._process], timeout_s)
         return self._process.wait()
 
 

@@ -6,7 +6,8 @@ configuration is wrong, which no restart fixes; 1, an actor found no learner for
 or a learner crashed; a negative code (Popen's), a signal killed it (the out-of-memory killer's SIGKILL).
 
 - An **actor** is started again only when a signal killed it: an actor that exits by itself has a reason
-  (no learner, refused) that a new one would meet too.
+  (no learner, refused) that a new one would meet too. SIGINT and SIGTERM are requests to stop (a Ctrl-C
+  that reached it before its handler was installed), not failures.
 - A **learner** is started again from its latest checkpoint when a signal killed it or it crashed (any
   code but 0 and 2), at most `max_learner_restarts` times over the run; its actors reconnect by themselves.
 - Each process waits before its restart, 1 s at first and twice as long each time, up to 30 s, so a
@@ -15,6 +16,7 @@ or a learner crashed; a negative code (Popen's), a signal killed it (the out-of-
 import signal
 
 FINAL_EXIT_CODES = (0, 2)
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def describe_exit(code: int) -> str:
@@ -40,7 +42,7 @@ class RestartPolicy:
         """Whether the `role` ('learner' or 'actor') process that exited with `code` is started again;
         a learner's restart is counted against `max_learner_restarts`."""
         if role == "actor":
-            return code < 0
+            return code < 0 and -code not in STOP_SIGNALS
         if code in FINAL_EXIT_CODES or self.learner_restarts >= self.max_learner_restarts:
             return False
         self.learner_restarts += 1

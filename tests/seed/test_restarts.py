@@ -10,6 +10,8 @@ def test_an_actor_is_restarted_only_when_a_signal_killed_it():
     policy = RestartPolicy()
     assert policy.restart("actor", -signal.SIGKILL) and policy.restart("actor", -signal.SIGSEGV)
     assert not any(policy.restart("actor", code) for code in (0, 1, 2))  # stopped, no learner, refused
+    # Ctrl-C or SIGTERM before the actor's own handler was installed: a stop, not a failure.
+    assert not policy.restart("actor", -signal.SIGINT) and not policy.restart("actor", -signal.SIGTERM)
 
 
 def test_a_learner_is_restarted_when_killed_or_crashed_a_bounded_number_of_times_and_never_after_0_or_2():
