@@ -1,6 +1,6 @@
 """The actor against a scripted learner: a real gRPC server on loopback that records every message an
 actor sends and answers as the test says, so the actor's side of the protocol is checked on its own
-(env groups in flight, Goodbye on stop, reconnecting, giving up on a refusal)."""
+(env groups in flight, a clean stop, reconnecting, giving up on a refusal)."""
 import pathlib
 import queue
 import subprocess
@@ -75,14 +75,15 @@ def next_event(learner: ScriptedLearner, timeout_s: float = 30.0):
         pytest.fail(f"the scripted learner saw no stream end within {timeout_s} s: {learner.streams}")
 
 
-def test_two_env_groups_stay_in_flight_and_stop_ends_the_stream_with_a_goodbye():
+def test_two_env_groups_stay_in_flight_and_a_stop_while_waiting_for_the_learner_exits_cleanly():
+    # The learner stops answering after 6 answers, so the actor is waiting on it when told to stop.
+    # (It then cancels the call; its Goodbye is sent only by a stop seen between steps.)
     learner = ScriptedLearner(answers=6)
     server, address = serve(learner)
     try:
         stop, thread, result = start_actor(address, num_envs=3, num_env_groups=2, reconnect_timeout_s=30)
         assert next_event(learner) == ("done", 0)
         stop.set()
-        assert next_event(learner) == ("goodbye", 0)
         thread.join(30)
         assert result == [0]
     finally:
@@ -95,7 +96,6 @@ def test_two_env_groups_stay_in_flight_and_stop_ends_the_stream_with_a_goodbye()
     assert [s.env_group for s in steps[:2]] == [0, 1]
     assert [len(s.rewards) // 4 for s in steps[:2]] == [2, 1]  # array_split sizes of 3 envs in 2 groups
     assert [s.env_group for s in steps[2:8]] == [0, 1, 0, 1, 0, 1]
-    assert messages[-1].WhichOneof("kind") == "goodbye"
 
 
 def test_a_lost_stream_is_reconnected_with_a_new_hello_and_fresh_resets():
