@@ -32,39 +32,54 @@ FATAL_CODES = (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.UNAUTHENTICATED
 _END = object()
 
 
+class StreamClosed(Exception):
+    """The learner ended the stream without an error status (it read our Goodbye, or it closed)."""
+
+
 class LearnerStream:
     """One bidirectional stream: `exchange` sends a message and returns the answer."""
 
-    def __init__(self, channel: grpc.Channel, stop: threading.Event):
+    def __init__(self, channel: grpc.Channel, stop: threading.Event, goodbye_timeout_s: float = 2.0):
         self._requests = queue.Queue()
         self._call = seed_pb2_grpc.LearnerStub(channel).Stream(iter(self._requests.get, _END))
-        self._closed = threading.Event()
-        # A blocked `exchange` cannot see `stop`; cancelling the call wakes it.
-        threading.Thread(target=self._cancel_on, args=(stop,), daemon=True).start()
+        self._goodbye_timeout_s = goodbye_timeout_s
+        self._hung_up = False
+        self._lock = threading.Lock()
+        self._ended = threading.Event()
+        self._call.add_done_callback(lambda _: self._ended.set())
+        # A blocked `receive` cannot see `stop`: the watcher says goodbye, which makes the learner end
+        # the call and so wakes it; a learner that does not answer within the timeout is cut off.
+        threading.Thread(target=self._close_on, args=(stop,), daemon=True).start()
 
-    def _cancel_on(self, stop: threading.Event) -> None:
-        while not self._closed.wait(0.2):
+    def _close_on(self, stop: threading.Event) -> None:
+        while not self._ended.wait(0.2):
             if stop.is_set():
-                self._call.cancel()
+                self.close()
                 return
 
     def send(self, message) -> None:
         self._requests.put(message)
 
     def receive(self):
-        return next(self._call)
+        try:
+            return next(self._call)
+        except StopIteration:
+            raise StreamClosed from None
 
     def exchange(self, message):
         self.send(message)
         return self.receive()
 
-    def close(self, timeout_s: float = 2.0) -> None:
-        self._closed.set()
-        self._requests.put(handshake.GOODBYE)  # tells the learner this stream was not lost
+    def close(self) -> None:
+        """Says goodbye once (the learner then knows this stream was not lost), half-closes, and cancels
+        the call if the learner has not ended it within the timeout."""
+        with self._lock:
+            if self._hung_up:
+                return
+            self._hung_up = True
+        self._requests.put(handshake.GOODBYE)
         self._requests.put(_END)
-        ended = threading.Event()
-        self._call.add_done_callback(lambda _: ended.set())
-        ended.wait(timeout_s)  # let the Goodbye reach the learner before cutting the call
+        self._ended.wait(self._goodbye_timeout_s)
         self._call.cancel()
 
 
@@ -140,14 +155,14 @@ def run_actor(learner_address: str, actor_index: int, stop: threading.Event, log
                 backoff_s = 0.5
                 _stream_steps(stream, groups, bounds, seed + 7919 * actor_index + connection, stop,
                               progress_interval_s, stats)
-            except grpc.RpcError as e:
+            except (grpc.RpcError, StreamClosed) as e:
                 if stop.is_set():
                     break
-                if e.code() in FATAL_CODES:
+                if isinstance(e, grpc.RpcError) and e.code() in FATAL_CODES:
                     log.error("%s: learner refused us: %s (%s)", name, e.details(), e.code().name)
                     return 2
-                log.warning("%s: stream lost (%s: %s); reconnecting in %.1f s", name, e.code().name,
-                            e.details(), backoff_s)
+                reason = f"{e.code().name}: {e.details()}" if isinstance(e, grpc.RpcError) else "closed by the learner"
+                log.warning("%s: stream lost (%s); reconnecting in %.1f s", name, reason, backoff_s)
                 stop.wait(backoff_s * random.uniform(0.5, 1.0))
                 backoff_s = min(2 * backoff_s, max_backoff_s)
             finally:

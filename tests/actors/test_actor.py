@@ -75,20 +75,21 @@ def next_event(learner: ScriptedLearner, timeout_s: float = 30.0):
         pytest.fail(f"the scripted learner saw no stream end within {timeout_s} s: {learner.streams}")
 
 
-def test_two_env_groups_stay_in_flight_and_a_stop_while_waiting_for_the_learner_exits_cleanly():
+def test_two_env_groups_stay_in_flight_and_a_stop_while_waiting_for_the_learner_says_goodbye():
     # The learner stops answering after 6 answers, so the actor is waiting on it when told to stop.
-    # (It then cancels the call; its Goodbye is sent only by a stop seen between steps.)
     learner = ScriptedLearner(answers=6)
     server, address = serve(learner)
     try:
         stop, thread, result = start_actor(address, num_envs=3, num_env_groups=2, reconnect_timeout_s=30)
         assert next_event(learner) == ("done", 0)
         stop.set()
+        assert next_event(learner) == ("goodbye", 0)
         thread.join(30)
         assert result == [0]
     finally:
         server.stop(0).wait()
     messages = learner.streams[0]
+    assert messages[-1].WhichOneof("kind") == "goodbye"
     hello = messages[0].hello
     assert (hello.num_envs, hello.num_env_groups, tuple(hello.observation_shape)) == (3, 2, (4,))
     steps = [m.steps for m in messages if m.WhichOneof("kind") == "steps"]

@@ -53,14 +53,14 @@ class Client:
 
 
 @contextlib.contextmanager
-def serving(max_slots=8, max_actors=4):
+def serving(max_slots=8, max_actors=4, spec=SPEC, policy=None):
     """A real service on a free loopback port; yields (address, servicer, slots, released slot ids)."""
     released = queue.Queue()  # slot ids, as the batcher frees them
     slots = SlotAllocator(max_slots)
-    batcher = InferenceBatcher(lambda ids, steps: (ids % SPEC.num_actions).astype(np.int32),
-                               lambda ids: (slots.free(ids), released.put(ids)), 16, 5)
+    policy = policy or (lambda ids, steps: (ids % spec.num_actions).astype(np.int32))
+    batcher = InferenceBatcher(policy, lambda ids: (slots.free(ids), released.put(ids)), 16, 5)
     batcher.start()
-    servicer = LearnerServicer(SPEC, batcher, slots, auth_token="")
+    servicer = LearnerServicer(spec, batcher, slots, auth_token="")
     server = start_server(servicer, "127.0.0.1:0", max_actors=max_actors, max_message_bytes=1 << 20)
     try:
         yield f"127.0.0.1:{server.seed_port}", servicer, slots, released
@@ -96,6 +96,33 @@ def test_only_a_stream_ended_without_goodbye_counts_as_lost(learner):
         client.close(goodbye=goodbye)
         released.get(timeout=10)  # the learner has finished with the stream
         assert servicer.counters()["actors/streams_lost"] == lost
+
+
+def test_an_actor_stopped_while_it_waits_for_actions_says_goodbye_and_is_not_counted_lost(monkeypatch):
+    from actors import actor  # the real actor, on CartPole
+
+    answering, asked, closing = threading.Event(), threading.Event(), threading.Event()
+    close = actor.LearnerStream.close
+    monkeypatch.setattr(actor.LearnerStream, "close", lambda stream: (closing.set(), close(stream)))
+
+    def slow_policy(ids, steps):
+        asked.set()
+        answering.wait(30)  # the actor is waiting on this answer when it is told to stop
+        return np.zeros(len(ids), np.int32)
+
+    with serving(spec=EnvSpec((4,), "float32", 2), policy=slow_policy) as (address, servicer, _, released):
+        stop = threading.Event()
+        thread = threading.Thread(target=actor.run_actor, args=(address, 0, stop), kwargs={"num_envs": 2},
+                                  daemon=True)
+        thread.start()
+        assert asked.wait(30)
+        stop.set()
+        assert closing.wait(10)  # the actor is hanging up while its answer is still due
+        answering.set()
+        released.get(timeout=10)  # the learner has finished with the stream
+        thread.join(10)
+        assert not thread.is_alive()
+        assert servicer.counters()["actors/streams_lost"] == 0
 
 
 def test_env_groups_are_in_flight_together_and_answered_in_order(learner):
