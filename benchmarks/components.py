@@ -57,7 +57,7 @@ def vtrace_learner(spec):
     from learner.inference import InferencePipeline
     stacked = gin.query_parameter("run_learner.num_stacked_frames")
     agent = VTraceAgent(AgentContext(spec, stacked, 256, 10 ** 9, threading.Event()))
-    agent.queue.capacity = 10 ** 9  # nothing trains while inference is timed: never block on a full queue
+    agent.data.queue.capacity = 10 ** 9  # nothing trains while inference is timed: never block on a full queue
     return agent, InferencePipeline(agent, spec, max_slots=256, num_stacked_frames=stacked,
                                     reward_clipping="abs_one")
 
@@ -75,16 +75,16 @@ def drain_completed_unrolls(agent) -> None:
     """Takes completed unrolls off the queue as training would. Left to pile up, they cost the
     inference path fresh memory on every one (measured: 2x slower at batch 16 on the 2-core VM),
     which a real learner with its bounded queue never pays."""
-    while len(agent.queue) >= agent.batch_size:
-        agent.queue.get_batch(agent.batch_size, threading.Event())
+    while len(agent.data.queue) >= agent.batch_size:
+        agent.data.queue.get_batch(agent.batch_size, threading.Event())
 
 
 def training_batch(agent, pipeline, spec, rng):
     """One batch of unrolls at the configured batch x unroll, assembled by the inference path."""
     ids, steps = random_steps(spec, agent.batch_size, rng)
-    while len(agent.queue) < agent.batch_size:
+    while len(agent.data.queue) < agent.batch_size:
         pipeline(ids, steps)
-    return agent.queue.get_batch(agent.batch_size, threading.Event())
+    return agent.data.queue.get_batch(agent.batch_size, threading.Event())
 
 
 def main() -> int:

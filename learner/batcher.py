@@ -21,6 +21,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from learner.data import LearnerStopped
 from seed.codec import EnvStepBatch
 
 log = logging.getLogger(__name__)
@@ -34,10 +35,6 @@ class StepRequest(NamedTuple):
 
 class ReleaseRequest(NamedTuple):
     slot_ids: np.ndarray
-
-
-class LearnerStopped(Exception):
-    """The learner is shutting down; no more actions will come."""
 
 
 _MIN_WAIT_S = 0.001  # shorter straggler waits are skipped (see _max_wait_s)

@@ -12,7 +12,6 @@ import os
 import shutil
 import time
 
-import numpy as np
 import tensorflow as tf
 
 log = logging.getLogger(__name__)
@@ -20,38 +19,10 @@ log = logging.getLogger(__name__)
 LATEST_JSON = "latest.json"
 
 
-def write_arrays_atomically(path: str, arrays: dict[str, np.ndarray]) -> None:
-    """An .npz at `path`, whole or not at all (written beside it, then renamed)."""
-    with open(path + ".tmp", "wb") as f:
-        np.savez(f, **arrays)
-    os.replace(path + ".tmp", path)
-
-
-class ArraySidecar:
-    """A sidecar that is one .npz of named arrays: `state()` (views of live buffers, so written while
-    `lock` is held: a consistent snapshot without a second copy in memory) and `load(arrays)`, which puts
-    such arrays back. `nbytes()` is what one copy takes on disk."""
-
-    def __init__(self, lock, state, load, nbytes):
-        self._lock, self._state, self._load, self._nbytes = lock, state, load, nbytes
-
-    @property
-    def state_nbytes(self) -> int:
-        return self._nbytes()
-
-    def save_state(self, path: str) -> None:
-        with self._lock:
-            write_arrays_atomically(path, self._state())
-
-    def load_state(self, path: str) -> None:
-        with np.load(path) as arrays:
-            self._load(arrays)
-
-
 class Checkpointer:
     """`sidecars` are saved beside each checkpoint as CKPT.NAME.npz (objects with `save_state(path)`,
-    `load_state(path)` and `state_nbytes`, an ArraySidecar: the agents' replays with `checkpoint_replay`),
-    restored with it and removed with it when it rotates out."""
+    `load_state(path)` and `state_nbytes`: learner.data.saved_state.ArraySidecar, the data sources' replays
+    with `checkpoint_replay`), restored with it and removed with it when it rotates out."""
 
     def __init__(self, directory: str, max_to_keep: int = 3, sidecars: dict[str, object] | None = None,
                  **trackables):

@@ -4,9 +4,7 @@ for training (unrolls or replay sequences) from the very same data."""
 import collections
 
 import numpy as np
-import tensorflow as tf
 
-from learner.networks import EnvOutput
 from learner.slots import FinishedEpisode, SlotTable
 from seed.codec import EnvStepBatch
 from seed.specs import EnvSpec
@@ -38,19 +36,3 @@ class InferencePipeline:
     def release(self, slot_ids: np.ndarray) -> None:
         self.slots.reset(slot_ids)
         self.agent.release(slot_ids)
-
-
-def batched_policy(network, *extra_input_specs):
-    """Decorates an agent's policy step as a tf.function traced once for every batch size.
-
-    The function takes (prev_actions [B] (or [B, A] for a continuous-action network), EnvOutput,
-    core_state [B, S], *extra inputs).
-    """
-    signature = (
-        network.prev_action_spec,
-        EnvOutput(tf.TensorSpec([None], tf.float32), tf.TensorSpec([None], tf.bool),
-                  tf.TensorSpec([None, *network.observation_shape], network.observation_dtype)),
-        tf.TensorSpec([None, network.state_size], tf.float32),
-        *extra_input_specs,
-    )
-    return lambda fn: tf.function(fn, input_signature=signature)

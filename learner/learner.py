@@ -148,7 +148,7 @@ def run_learner(logdir: str, address: str, stop: threading.Event, *, agent=VTrac
                                stop, strategy))
     frames = tf.Variable(0, dtype=tf.int64, name="environment_frames")
     checkpointer = Checkpointer(os.path.join(logdir, "checkpoints"), environment_frames=frames,
-                                sidecars=agent.checkpoint_sidecars(), **agent.trackables())
+                                sidecars=agent.data.checkpoint_sidecars(), **agent.trackables())
     checkpointer.check_disk()
     resumed = checkpointer.restore_latest()
     if resumed:

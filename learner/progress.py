@@ -120,7 +120,7 @@ class Progress:
                   "inference_batch_size": new_batched / max(new_batches, 1), **training,
                   "updates": self.training.num_updates, "skipped_updates": self.training.num_skipped_updates,
                   "env_frames": self.pipeline.env_steps * self.frames_per_step,
-                  **self.agent.data_metrics(), **self.servicer.counters(),
+                  **self.agent.data.metrics(), **self.servicer.counters(),
                   **({"learning_rate": current_learning_rate(self.agent.optimizer)} if self.agent.optimizer else {}),
                   **{k: float(v) for k, v in self.training.last_metrics.items()}}
         with self.writer.as_default(step=frames):
@@ -138,7 +138,7 @@ class Progress:
         self.jsonl.flush()
         if self.tracker is not None:
             self.tracker.log(record)
-        return format_progress(record, len(self.returns), self.agent.describe_data())
+        return format_progress(record, len(self.returns), self.agent.data.describe())
 
     def _drain_episodes(self) -> None:
         now = time.time()

@@ -13,7 +13,8 @@ import time
 import grpc
 from google.protobuf.message import DecodeError
 
-from learner.batcher import InferenceBatcher, LearnerStopped
+from learner.batcher import InferenceBatcher
+from learner.data import LearnerStopped
 from learner.slots import SlotAllocator
 from seed import codec, handshake, seed_pb2, seed_pb2_grpc
 from seed.specs import EnvSpec

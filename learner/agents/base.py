@@ -1,24 +1,31 @@
 """The contract between the learner and an agent, and the registry of agents.
 
-One training loop serves every agent. The learner drives an agent from three threads:
+An agent is parts: a network and its batched `policy` (acting), an `adder` that turns the steps it
+acted on into training data (learner/data/adders.py: unrolls, sequences, transitions), a `data` source
+that owns that data and its checkpointing (learner/data: `DataSource`), and an `update` (a loss and
+the shared gradient step, learner/agents/gradient_step.py). One training loop serves every agent; the
+learner drives those parts from three threads:
 
     # inference thread, for each batch of env steps the actors sent:
-    actions, new_core_state = agent.act(slot_ids, inputs, steps)   # also records training data
+    actions, new_core_state = agent.act(slot_ids, inputs, steps)   # the policy, then agent.adder.add(...)
     agent.release(slot_ids)                                          # when an actor's envs leave
 
     # training thread (learner.training_loop.TrainingLoop):
     while frames < total_environment_frames and not stop:
-        batch = agent.next_batch(stop)          # blocks on the agent's rate limit; None on stop
+        batch = agent.data.next_batch(stop)     # blocks on the source's rate limit; None on stop
         metrics, new_frames = agent.update(batch)
         frames += new_frames                    # env frames collected, also for a skipped update
-        if checkpoint due: save agent.trackables() and agent.checkpoint_sidecars()
+        if checkpoint due: save agent.trackables() and agent.data.checkpoint_sidecars()
 
     # main thread, every progress interval:
-    agent.data_metrics(), agent.describe_data(), agent.optimizer's learning rate
+    agent.data.metrics(), agent.data.describe(), agent.optimizer's learning rate
 
-Adding an agent is one folder under learner/agents/ whose `agent.py` defines a class that
-satisfies `Agent` and is decorated with `@register` (learner/agents/__init__.py imports every
-folder's agent.py, which registers it and its gin configurables), and one gin file under seed/configs/.
+So a new agent is a network, a loss and a choice of adder and data source. It is one folder under
+learner/agents/ whose `agent.py` defines a class that satisfies `Agent` and is decorated with
+`@register` (learner/agents/__init__.py imports every folder's agent.py, which registers it and its
+gin configurables), and one gin file under seed/configs/. An agent imports the data kit
+(learner/data), networks, optimizers and this package; never the learner's plumbing (the service,
+batcher, inference pipeline, slots, checkpointer or training loop).
 """
 import dataclasses
 import threading
@@ -29,6 +36,7 @@ import gin
 import numpy as np
 import tensorflow as tf
 
+from learner.networks import EnvOutput
 from seed.specs import EnvSpec
 
 
@@ -85,8 +93,10 @@ class Agent(Protocol):
     #: Per-slot bool: slots whose episodes are evaluation episodes (reported apart), or None.
     evaluation_slots: np.ndarray | None
     #: The batched policy act() calls, a tf.function traced once for every batch size
-    #: (learner.inference.batched_policy), or None for an agent without a network.
+    #: (`batched_policy`), or None for an agent without a network.
     policy: Callable | None
+    #: Where the training loop takes its batches from (learner.data.DataSource).
+    data: object
 
     def __init__(self, context: AgentContext): ...
 
@@ -96,13 +106,12 @@ class Agent(Protocol):
 
     def act(self, slot_ids: np.ndarray, inputs, steps) -> tuple[np.ndarray, np.ndarray]:
         """One batched policy call: actions [B] and new core state [B, state_size] for the slots'
-        `inputs` (learner.slots.StepInputs), recording what training needs from the same data."""
+        `inputs` (learner.slots.StepInputs: the learner's per-slot view of the step, frames stacked)
+        and `steps` (the actors' seed.codec.EnvStepBatch), handing what training needs from the same
+        data to the adder."""
 
     def release(self, slot_ids: np.ndarray) -> None:
-        """Forgets the slots' partial training data (their actor left)."""
-
-    def next_batch(self, stop: threading.Event):
-        """The next training batch, waiting for the agent's data source; None once `stop` is set."""
+        """Forgets the slots' partial training data (their actor left): the adder's release."""
 
     def update(self, batch) -> tuple[dict[str, float], int]:
         """Trains on `batch`. Returns metrics, including 'update_applied' (False when a non-finite
@@ -114,14 +123,21 @@ class Agent(Protocol):
     def trackables(self) -> dict[str, object]:
         """TensorFlow objects the checkpoint holds, by name ('agent': the network acting uses)."""
 
-    def checkpoint_sidecars(self) -> dict[str, object]:
-        """What is saved beside a checkpoint, by name: learner.checkpoints.ArraySidecar objects (a replay)."""
 
-    def data_metrics(self) -> dict[str, float]:
-        """Scalars about the data source (queue depth, replay fill, rates) for progress and TensorBoard."""
+def batched_policy(network, *extra_input_specs):
+    """Decorates an agent's policy step as a tf.function traced once for every batch size.
 
-    def describe_data(self) -> str:
-        """A short text of the data source's state for the progress line."""
+    The function takes (prev_actions [B] (or [B, A] for a continuous-action network), EnvOutput,
+    core_state [B, S], *extra inputs).
+    """
+    signature = (
+        network.prev_action_spec,
+        EnvOutput(tf.TensorSpec([None], tf.float32), tf.TensorSpec([None], tf.bool),
+                  tf.TensorSpec([None, *network.observation_shape], network.observation_dtype)),
+        tf.TensorSpec([None, network.state_size], tf.float32),
+        *extra_input_specs,
+    )
+    return lambda fn: tf.function(fn, input_signature=signature)
 
 
 AGENTS: dict[str, type] = {}
@@ -154,8 +170,7 @@ def action_kind(spec: EnvSpec) -> str:
 def register(cls):
     """Class decorator: adds an agent class to the registry, after checking it declares the contract."""
     missing = [name for name in ("supports_strategy", "action_kinds", "evaluation_policy", "act", "release",
-                                 "next_batch", "update", "trackables", "checkpoint_sidecars", "data_metrics",
-                                 "describe_data") if not hasattr(cls, name)]
+                                 "update", "trackables") if not hasattr(cls, name)]
     if missing:
         raise TypeError(f"{cls.__name__} does not implement the agent contract: missing {', '.join(missing)}")
     AGENTS[cls.__name__] = cls

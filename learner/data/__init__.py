@@ -2,8 +2,11 @@
 steps there), the queue of fresh unrolls, replays of unrolls and of sequences, the sum tree
 behind prioritised sampling, and the mixes and samplers that form batches from them.
 
-Every batch source the agents use (UnrollMix, RateLimitedSampler) has one interface,
-`DataSource`, and its pace is one `RateLimit`."""
+An agent's parts meet here: its adder (learner/data/adders.py) turns the steps its policy acted on
+into training data and hands them to its data source, which owns them (and their checkpointing)
+until the training loop takes a batch. Every data source (FreshUnrolls, UnrollMix,
+RateLimitedSampler, TransitionReplay) has one interface, `DataSource`, and its pace is one
+`RateLimit`."""
 import dataclasses
 import threading
 from collections.abc import Callable
@@ -61,9 +64,24 @@ def wait_for(condition: threading.Condition, ready: Callable[[], bool], stop: th
     return True
 
 
+class LearnerStopped(Exception):
+    """The learner is shutting down: a producer waiting on a data structure gives up, and no more
+    actions will come."""
+
+
 class DataSource(Protocol):
+    """Where the training loop takes its batches from (learner/training_loop.py); the progress line
+    and the checkpointer read it too."""
+
     def next_batch(self, stop: threading.Event):
         """The next batch, waiting as the source's RateLimit says; None once `stop` is set."""
 
     def metrics(self) -> dict[str, float]:
-        """Scalars for the progress record and TensorBoard."""
+        """Scalars (queue depth, replay fill, rates) for the progress record and TensorBoard."""
+
+    def describe(self) -> str:
+        """A short text of the source's state for the progress line."""
+
+    def checkpoint_sidecars(self) -> dict[str, object]:
+        """What is saved beside a checkpoint, by name (learner.data.saved_state.ArraySidecar objects);
+        empty unless the source was asked to checkpoint its contents."""

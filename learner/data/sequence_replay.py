@@ -6,13 +6,18 @@ the stacked observations when sampled. Consecutive sequences of a slot overlap
 by their burn-in, but only their positions are repeated, never the frames.
 Priorities live in a sum tree, so sampling and updates cost O(log N).
 """
+import logging
 import threading
+import time
 from typing import NamedTuple
 
 import numpy as np
 
 from learner.data import RateLimit, wait_for
+from learner.data.saved_state import ArraySidecar
 from learner.data.sum_tree import Priorities
+
+log = logging.getLogger(__name__)
 
 # Per-step scalars a sequence keeps besides its frame positions.
 STEP_FIELDS = {"first": "bool", "terminated": "bool", "truncated": "bool", "reward": "float32",
@@ -55,6 +60,7 @@ class SequenceReplay:
                  frame_slack: float = 0.125, seed: int | None = None):
         self.capacity = capacity_sequences
         self.sequence_steps = sequence_steps
+        self.new_steps_per_sequence = new_steps_per_sequence
         self.num_stacked_frames = num_stacked_frames
         self.beta = importance_exponent
         frame_capacity = int(capacity_sequences * new_steps_per_sequence * (1 + frame_slack)) + sequence_steps
@@ -193,18 +199,27 @@ class SequenceReplay:
 
 
 class RateLimitedSampler:
-    """The training thread's batches from a SequenceReplay, as its RateLimit allows: it waits for
+    """The data source of R2D2: batches from a SequenceReplay, as its RateLimit allows: it waits for
     the minimum fill and for inserts to keep the replay ratio (both counted in sequences). The
-    inference thread calls `inserted()` after each insert to wake it."""
+    inference thread calls `inserted()` after each insert to wake it. With `checkpoint` the replay
+    and the ratio's counter are saved beside every checkpoint."""
 
-    def __init__(self, replay: SequenceReplay, batch_size: int, rate: RateLimit):
-        self.replay, self.batch_size, self.rate = replay, batch_size, rate
+    def __init__(self, replay: SequenceReplay, batch_size: int, rate: RateLimit, checkpoint: bool = False):
+        self.replay, self.batch_size, self.rate, self.checkpoint = replay, batch_size, rate, checkpoint
         self.sampled = 0  # sequences handed out (the replay ratio counts them)
         self._inserted = threading.Condition()
+        self._counted_inserts = 0
+        self._last_rates = (time.monotonic(), 0, 0)
 
     def inserted(self) -> None:
         with self._inserted:
             self._inserted.notify_all()
+
+    def take_inserted(self) -> int:
+        """Sequences inserted since the last call (a restored replay's are not new)."""
+        inserted = self.replay.num_inserted
+        new, self._counted_inserts = inserted - self._counted_inserts, inserted
+        return new
 
     def _ready(self) -> bool:
         return self.rate.allows(self.replay.size, self.replay.num_inserted, self.sampled, self.batch_size)
@@ -233,5 +248,32 @@ class RateLimitedSampler:
         return self.replay.sample(self.batch_size)
 
     def metrics(self) -> dict[str, float]:
+        """Fill, drops, the updates the ratio owes, and the insert and sample rates in agent steps/s
+        since the last call."""
+        steps = self.replay.new_steps_per_sequence
+        now, inserted, sampled = time.monotonic(), self.replay.num_inserted * steps, self.sampled * steps
+        last_time, last_inserted, last_sampled = self._last_rates
+        elapsed = max(now - last_time, 1e-9)
+        self._last_rates = (now, inserted, sampled)
         return {"replay/size_sequences": self.replay.size, "replay/dropped_sequences": self.replay.num_dropped,
-                "replay/updates_owed": self.updates_owed()}
+                "replay/updates_owed": self.updates_owed(),
+                "replay/insert_steps_per_second": (inserted - last_inserted) / elapsed,
+                "replay/sample_steps_per_second": (sampled - last_sampled) / elapsed}
+
+    def describe(self) -> str:
+        return f"replay {self.replay.size}/{self.replay.capacity} sequences"
+
+    def checkpoint_sidecars(self) -> dict[str, object]:
+        if not self.checkpoint:
+            return {}
+        # The replay and the replay-ratio counter; inserts wait while they are written.
+        return {"replay": ArraySidecar(
+            self.replay.lock, lambda: dict(self.replay.state(), sampled_sequences=np.asarray(self.sampled)),
+            self._load_saved, lambda: self.replay.nbytes + self.replay.priorities.tree.nodes.nbytes)}
+
+    def _load_saved(self, arrays) -> None:
+        self.replay.load_state(arrays)
+        self.sampled = int(arrays["sampled_sequences"])
+        self._counted_inserts = self.replay.num_inserted  # restored sequences are not new frames
+        log.info("restored a replay of %d sequences (%d inserted so far)", self.replay.size,
+                 self.replay.num_inserted)

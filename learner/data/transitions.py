@@ -3,19 +3,26 @@ the replay ratio kept in both directions: the training thread waits for inserts 
 inserts wait while training is more than `max_lag_updates` gradient steps behind the ratio, so a
 slow learner slows the actors instead of silently training less per env step (as the V-trace
 queue's back-pressure does)."""
+import logging
 import threading
 
 import numpy as np
 
 from learner.data import RateLimit, wait_for
+from learner.data.saved_state import ArraySidecar
+
+log = logging.getLogger(__name__)
 
 
 class TransitionReplay:
-    """A FIFO ring of `capacity` transitions, sampled uniformly. `fields` maps name -> (shape, dtype)."""
+    """A FIFO ring of `capacity` transitions, sampled uniformly: SAC's data source. `fields` maps
+    name -> (shape, dtype). With `checkpoint` the ring is saved beside every checkpoint."""
 
     def __init__(self, capacity: int, fields: dict[str, tuple[tuple[int, ...], str]], batch_size: int,
-                 rate: RateLimit, max_lag_updates: int, seed: int | None = None):
+                 rate: RateLimit, max_lag_updates: int, seed: int | None = None, checkpoint: bool = False):
         self.capacity, self.batch_size, self.rate, self.max_lag_updates = capacity, batch_size, rate, max_lag_updates
+        self.checkpoint = checkpoint
+        self._counted_inserts = 0
         self._arrays = {name: np.zeros((capacity, *shape), dtype) for name, (shape, dtype) in fields.items()}
         self.size = 0
         self.num_inserted = 0
@@ -104,3 +111,22 @@ class TransitionReplay:
     def metrics(self) -> dict[str, float]:
         return {"replay/size_transitions": self.size, "replay/inserted": self.num_inserted,
                 "replay/updates_owed": self._updates_owed()}
+
+    def take_inserted(self) -> int:
+        """Transitions inserted since the last call (a restored replay's are not new)."""
+        inserted = self.num_inserted
+        new, self._counted_inserts = inserted - self._counted_inserts, inserted
+        return new
+
+    def describe(self) -> str:
+        return f"replay {self.size:,}/{self.capacity:,}"
+
+    def checkpoint_sidecars(self) -> dict[str, object]:
+        if not self.checkpoint:
+            return {}
+        return {"replay": ArraySidecar(self.lock, self.state, self._load_saved, lambda: self.nbytes)}
+
+    def _load_saved(self, arrays) -> None:
+        self.load_state(arrays)
+        self._counted_inserts = self.num_inserted  # restored transitions are not new frames
+        log.info("restored a replay of %d transitions", self.size)

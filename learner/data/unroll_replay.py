@@ -16,15 +16,19 @@ ends sit where they were. Every batch row carries its source (an index into SOUR
 its loss weight (prioritised replay's importance weight, 1 elsewhere) per step, so the loss can
 tell replayed from fresh steps (CLEAR's terms, the per-source metrics).
 """
+import logging
 import threading
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from learner.data import RateLimit
+from learner.data import RateLimit, require_memory
 from learner.data.elite import EliteSampler
 from learner.data.replay_samplers import AttentiveSampler, PrioritisedSampler, UniformSampler
+from learner.data.saved_state import ArraySidecar
 from learner.data.unrolls import UnrollQueue, Unrolls
+
+log = logging.getLogger(__name__)
 
 SOURCE_KINDS = ("queue", "uniform", "prioritised", "elite", "attentive")
 # Kinds that compare stored state features (the `features` field each step keeps from its policy call).
@@ -196,12 +200,20 @@ class UnrollMix:
     `encode(unrolls) -> [n, T+1, F]` is the current policy's state features of stored unrolls
     (elite sampling's re-encoding); `total_fresh_unrolls` is the run's length in fresh unrolls (the
     candidate multipliers anneal over its updates); `features` says what those features are
-    ('core' or 'policy_logits': only logits make elite's 'kl_div' meaningful)."""
+    ('core' or 'policy_logits': only logits make elite's 'kl_div' meaningful).
+
+    `fields` (name -> per-unroll shape and dtype) is what each stored unroll holds: the ring's size is
+    checked against the memory from it, and a saved ring with other fields is refused. With `checkpoint`
+    the ring, its samplers' state and the update count are saved beside every checkpoint.
+    `updates_done()`, asked once before the first batch, is how many updates a resumed run made: without
+    its saved ring the mix would count from 0 again and anneal elite's and attentive's candidate
+    multipliers afresh."""
 
     def __init__(self, queue: UnrollQueue, sources: dict[str, float], batch_size: int, replay_capacity: int,
                  min_replay_unrolls: int, seed: int | None = None, name: str = "VTraceAgent",
                  encode: Callable[[Unrolls], np.ndarray] | None = None, total_fresh_unrolls: int = 1,
-                 features: str = "core"):
+                 features: str = "core", fields: dict[str, tuple[tuple[int, ...], str]] | None = None,
+                 checkpoint: bool = False, updates_done: Callable[[], int] | None = None):
         sources = check_sources(sources, f"{name}.sources")
         self.counts = dict(zip(sources, (int(c) for c in split_counts(batch_size, list(sources.values())))))
         self.fresh_per_batch = self.counts["queue"]
@@ -239,6 +251,16 @@ class UnrollMix:
         self.last_fresh = 0
         self._filled = 0
         self._metrics: dict[str, float] = {}
+        self.source_means: dict[str, float] = {}  # the last update's per-source means (the loss's), to describe
+        self.fields, self.checkpoint = fields, checkpoint
+        self._updates_done = updates_done
+        self.unroll_nbytes = sum(int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+                                 for shape, dtype in (fields or {}).values())
+        if self.ring is not None and fields is not None:
+            ring_nbytes = replay_capacity * self.unroll_nbytes
+            require_memory(ring_nbytes, f"a replay of {replay_capacity} unrolls", f"lower {name}.replay_capacity")
+            log.info("replay: %d unrolls of %.2f MB, %.0f MB in all (%s)", replay_capacity, self.unroll_nbytes / 1e6,
+                     ring_nbytes / 1e6, ", ".join(f"{k} {r:g}" for k, r in self.shares.items()))
 
     @property
     def needs_features(self) -> bool:
@@ -251,6 +273,9 @@ class UnrollMix:
         return positions
 
     def next_batch(self, stop: threading.Event) -> Unrolls | None:
+        if self._updates_done is not None:
+            self.updates = max(self.updates, self._updates_done())
+            self._updates_done = None
         while self.ring is not None and not self.rate.filled(len(self.ring)):
             filling = self.queue.get_batch(self.fresh_per_batch, stop)
             if filling is None:
@@ -303,12 +328,41 @@ class UnrollMix:
         sampler.feedback(positions[current], np.asarray(errors, np.float64)[current])
 
     def metrics(self) -> dict[str, float]:
+        out = {"unroll_queue/depth": len(self.queue)}
         if not self.updates:  # no batch formed yet
-            return {}
-        out = {f"data/share_{k}": v for k, v in self.shares.items()}
+            return out
+        out.update({f"data/share_{k}": v for k, v in self.shares.items()})
         if self.ring is not None:
             out["data/replay_size"] = float(len(self.ring))
         return {**out, **self._metrics}
+
+    def describe(self) -> str:
+        """The queue, the ring and, per replay source, its share, mean age in updates, importance ratio
+        pi/mu, KL(mu || pi) and (elite, attentive) mean distance, as of the last batch."""
+        line = f"queue {len(self.queue)}/{self.queue.capacity}"
+        if self.ring is None:
+            return line
+        line += f" | replay {len(self.ring)}/{self.ring.capacity}"
+        metrics = {**self.metrics(), **self.source_means}
+        for kind in self.samplers:
+            parts = [f"{kind} {self.shares[kind]:g}"]
+            for label, name in (("age", "age_updates"), ("rho", "rho"), ("kl", "kl"), ("d", "distance")):
+                if f"data/{kind}_{name}" in metrics:
+                    parts.append(f"{label} {metrics[f'data/{kind}_{name}']:.3g}")
+            line += " | " + " ".join(parts)
+        return line
+
+    def checkpoint_sidecars(self) -> dict[str, object]:
+        if not self.checkpoint or self.ring is None:
+            return {}
+        # The ring, its samplers' state (priorities) and the update count (the replay ages count from it),
+        # under the ring's lock, which keeps elite sampling's thread out meanwhile.
+        return {"replay": ArraySidecar(self.ring.lock, self.state, self._load_saved,
+                                       lambda: self.ring.capacity * self.unroll_nbytes)}
+
+    def _load_saved(self, arrays) -> None:
+        self.load_state(arrays, fields=self.fields)
+        log.info("restored a replay of %d unrolls", len(self.ring))
 
     def state(self) -> dict[str, np.ndarray]:
         arrays = {"mix_updates": np.asarray(self.updates)}

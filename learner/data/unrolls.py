@@ -95,3 +95,23 @@ class UnrollQueue:
             self._size -= batch_size
             self._cond.notify_all()
         return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+
+
+class FreshUnrolls:
+    """The data source of on-policy agents (PPO): batches of `batch_size` fresh unrolls from the
+    queue, each used once; nothing to checkpoint (a resumed run collects afresh)."""
+
+    def __init__(self, queue: UnrollQueue, batch_size: int):
+        self.queue, self.batch_size = queue, batch_size
+
+    def next_batch(self, stop: threading.Event) -> Unrolls | None:
+        return self.queue.get_batch(self.batch_size, stop)
+
+    def metrics(self) -> dict[str, float]:
+        return {"unroll_queue/depth": len(self.queue)}
+
+    def describe(self) -> str:
+        return f"queue {len(self.queue)}/{self.queue.capacity}"
+
+    def checkpoint_sidecars(self) -> dict[str, object]:
+        return {}

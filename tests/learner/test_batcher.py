@@ -4,7 +4,8 @@ import time
 import numpy as np
 import pytest
 
-from learner.batcher import InferenceBatcher, LearnerStopped
+from learner.batcher import InferenceBatcher
+from learner.data import LearnerStopped
 from seed.codec import EnvStepBatch
 
 

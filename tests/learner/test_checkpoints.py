@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from learner.checkpoints import ArraySidecar, Checkpointer
+from learner.checkpoints import Checkpointer
+from learner.data.saved_state import ArraySidecar
 from learner.networks import ActorCriticNetwork
 
 

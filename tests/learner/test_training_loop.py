@@ -8,10 +8,12 @@ from learner.training_loop import TrainingLoop
 
 
 class ScriptedAgent:
-    """Real data flow, scripted outcomes: every update reports whether it was applied."""
+    """Real data flow, scripted outcomes: every update reports whether it was applied. The agent is
+    its own data source here (the loop reads `agent.data.next_batch`)."""
 
     def __init__(self, applied):
         self.applied = list(applied)
+        self.data = self
 
     def next_batch(self, stop):
         return {} if self.applied else None

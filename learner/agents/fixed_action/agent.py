@@ -10,6 +10,23 @@ from learner.agents.base import AgentContext, register
 from seed.specs import EnvSpec
 
 
+class NoData:
+    """A data source that never has a batch: the training loop waits for the stop."""
+
+    def next_batch(self, stop: threading.Event):
+        stop.wait()
+        return None
+
+    def metrics(self) -> dict[str, float]:
+        return {}
+
+    def describe(self) -> str:
+        return "no training (fixed actions)"
+
+    def checkpoint_sidecars(self) -> dict[str, object]:
+        return {}
+
+
 @register
 @gin.configurable(denylist=["context"])
 class FixedActionAgent:
@@ -26,7 +43,7 @@ class FixedActionAgent:
     policy = None
 
     def __init__(self, context: AgentContext):
-        pass
+        self.data = NoData()
 
     @classmethod
     def evaluation_policy(cls, spec: EnvSpec, num_stacked_frames: int) -> None:
@@ -38,21 +55,8 @@ class FixedActionAgent:
     def release(self, slot_ids) -> None:
         pass
 
-    def next_batch(self, stop: threading.Event):
-        stop.wait()
-        return None
-
     def update(self, batch):
         raise AssertionError("a FixedActionAgent never trains")
 
     def trackables(self) -> dict[str, object]:
         return {}
-
-    def checkpoint_sidecars(self) -> dict[str, object]:
-        return {}
-
-    def data_metrics(self) -> dict[str, float]:
-        return {}
-
-    def describe_data(self) -> str:
-        return "no training (fixed actions)"

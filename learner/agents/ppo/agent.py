@@ -2,23 +2,26 @@
 keep each step's behaviour params and value, assemble unrolls from the same steps, and train
 several epochs of minibatches on each batch with GAE advantages. Discrete actions (a categorical
 policy, Atari, CartPole) and continuous ones (a Gaussian, MuJoCo, Pendulum)."""
-import threading
-
 import gin
 import numpy as np
 
-from learner.agents.base import AgentContext, EvaluationPolicy, action_kind, bound_setting, numpy_seed, register
+from learner.agents.base import (
+    AgentContext,
+    EvaluationPolicy,
+    action_kind,
+    batched_policy,
+    bound_setting,
+    numpy_seed,
+    register,
+)
 from learner.agents.minibatches import PER_UNROLL_VALUES, train_in_minibatches
 from learner.agents.ppo.training import PPOTrainer
-from learner.batcher import LearnerStopped
-from learner.data.unrolls import UnrollQueue, UnrollStore
+from learner.data.adders import UnrollAdder
+from learner.data.unrolls import FreshUnrolls, UnrollQueue
 from learner.distributions import for_action_spec
-from learner.inference import batched_policy
 from learner.networks import ActorCriticNetwork, ContinuousActorCriticNetwork, EnvOutput
 from learner.normalization import RewardScaler
 from learner.optimizers import create_optimizer
-from learner.slots import StepInputs
-from seed.codec import EnvStepBatch
 from seed.settings import require_positive
 from seed.specs import EnvSpec
 
@@ -66,7 +69,7 @@ class PPOAgent:
                              f"batch_size={batch_size} unrolls; make it at least batch_size")
         spec = context.spec
         self.distribution = for_action_spec(spec.action, squash_actions)
-        self.queue = UnrollQueue(unroll_queue_capacity)
+        self.data = FreshUnrolls(UnrollQueue(unroll_queue_capacity), batch_size)
         self.batch_size, self.epochs, self.minibatches = batch_size, epochs, minibatches
         self.recompute_advantages = recompute_advantages
         self.frames_per_update = batch_size * unroll_length * spec.frames_per_step
@@ -93,8 +96,7 @@ class PPOAgent:
             "behaviour_logits": ((action.param_size,), "float32"), "value": ((), "float32"),
             "core_state": ((self.network.state_size,), "float32"),
         }
-        self.unrolls = UnrollStore(context.max_slots, unroll_length, fields)
-        self._stop = context.stop
+        self.adder = UnrollAdder(context.max_slots, unroll_length, fields, self.data.queue, context.stop)
         self.state_size = self.network.state_size
         self._normalizer = self.network.observation_normalizer
 
@@ -125,7 +127,7 @@ class PPOAgent:
             raise ValueError(f"continuous actions of shape {spec.action.shape}; PPOAgent takes a vector (A,)")
         return ContinuousActorCriticNetwork(spec.action.shape[0], shape, spec.observation_dtype)
 
-    def act(self, slot_ids: np.ndarray, inputs: StepInputs, steps: EnvStepBatch):
+    def act(self, slot_ids: np.ndarray, inputs, steps):
         if self._normalizer is not None:
             self._normalizer.update(inputs.observation)
         reward = inputs.reward
@@ -133,21 +135,16 @@ class PPOAgent:
             reward = self.reward_scaler(slot_ids, reward, inputs.first)
         actions, env_actions, params, values, new_state = (x.numpy() for x in self.policy(
             inputs.prev_action, EnvOutput(reward, inputs.first, inputs.observation), inputs.core_state))
-        complete = self.unrolls.append(slot_ids, {
+        self.adder.add(slot_ids, {
             "observation": inputs.observation, "reward": reward, "first": inputs.first,
             "terminated": steps.terminated, "truncated": steps.truncated, "prev_action": inputs.prev_action,
             "action": actions, "behaviour_logits": params, "value": values, "core_state": inputs.core_state})
-        if complete is not None and not self.queue.put(complete, self._stop):
-            raise LearnerStopped()
         return env_actions, new_state
 
     def release(self, slot_ids: np.ndarray) -> None:
-        self.unrolls.reset(slot_ids)
+        self.adder.release(slot_ids)
         if self.reward_scaler is not None:
             self.reward_scaler.reset(slot_ids)
-
-    def next_batch(self, stop: threading.Event) -> dict[str, np.ndarray] | None:
-        return self.queue.get_batch(self.batch_size, stop)
 
     def update(self, batch) -> tuple[dict[str, float], int]:
         """GAE once per batch from the stored values (as PPO computes it before its epochs), or before
@@ -175,13 +172,3 @@ class PPOAgent:
         if self.reward_scaler is not None:
             tracked["reward_scaler"] = self.reward_scaler
         return tracked
-
-    def checkpoint_sidecars(self) -> dict[str, object]:
-        return {}
-
-    def data_metrics(self) -> dict[str, float]:
-        return {"unroll_queue/depth": len(self.queue)}
-
-    def describe_data(self) -> str:
-        return f"queue {len(self.queue)}/{self.queue.capacity}"
-

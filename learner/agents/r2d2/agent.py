@@ -2,25 +2,18 @@
 recurrent dueling Q-network, overlapping sequences into prioritised replay,
 and a training thread that samples at a bounded replay ratio."""
 import logging
-import threading
-import time
 
 import gin
 import numpy as np
 import tensorflow as tf
 
-from learner.agents.base import AgentContext, EvaluationPolicy, numpy_seed, register
+from learner.agents.base import AgentContext, EvaluationPolicy, batched_policy, numpy_seed, register
 from learner.agents.r2d2.training import R2D2Trainer
-from learner.batcher import LearnerStopped
-from learner.checkpoints import ArraySidecar
 from learner.data import RateLimit, require_memory
+from learner.data.adders import SequenceAdder
 from learner.data.sequence_replay import RateLimitedSampler, SampledBatch, SequenceReplay, sequence_bytes
-from learner.data.unrolls import UnrollStore
-from learner.inference import batched_policy
 from learner.networks import DuelingQNetwork, EnvOutput
 from learner.optimizers import create_optimizer
-from learner.slots import StepInputs
-from seed.codec import EnvStepBatch
 from seed.settings import require_fraction, require_non_negative, require_positive
 from seed.specs import EnvSpec
 
@@ -116,31 +109,25 @@ class R2D2Agent:
         self.trainer = R2D2Trainer(self.network, self.target_network, self.optimizer, burn_in=burn_in)
         self.unroll_length = unroll_length
         self.frames_per_step = spec.frames_per_step
-        self.checkpoint_replay = checkpoint_replay
         history = num_stacked_frames - 1
         sequence_steps = history + burn_in + unroll_length + 1
         capacity = max(1, replay_capacity_steps // unroll_length)
         self._check_memory(capacity, sequence_steps, spec)
-        self.replay = SequenceReplay(capacity, sequence_steps, unroll_length, spec.observation_shape,
-                                     spec.observation_dtype, num_stacked_frames, self.network.state_size,
-                                     priority_exponent, importance_exponent,
-                                     seed=numpy_seed() if seed is None else seed)
-        self.sequences = UnrollStore(max_slots, sequence_steps - (history + burn_in + 1), {
-            "frame_pos": ((), "int64"), "first": ((), "bool"), "terminated": ((), "bool"),
-            "truncated": ((), "bool"), "reward": ((), "float32"), "action": ((), "int32"),
-            "prev_action": ((), "int32"), "core_state": ((self.network.state_size,), "float32"),
-        }, overlap=history + burn_in + 1, fresh_start=history)
-        self._history = history
-        self.epsilons = exploration_epsilons(max_slots, num_eval_envs, eval_epsilon, epsilon_base, epsilon_alpha)
-        self.evaluation_slots = np.arange(max_slots) < num_eval_envs
-        self.data = RateLimitedSampler(self.replay, batch_size, RateLimit(min_replay_sequences, replay_ratio))
+        replay = SequenceReplay(capacity, sequence_steps, unroll_length, spec.observation_shape,
+                                spec.observation_dtype, num_stacked_frames, self.network.state_size,
+                                priority_exponent, importance_exponent, seed=numpy_seed() if seed is None else seed)
+        self.data = RateLimitedSampler(replay, batch_size, RateLimit(min_replay_sequences, replay_ratio),
+                                       checkpoint=checkpoint_replay)
         if max_lag_updates is not None and max_lag_updates < 1:  # below one batch, both sides would wait for ever
             raise ValueError(f"R2D2Agent.max_lag_updates={max_lag_updates} must be at least 1 "
                              "(None: inserts never wait)")
-        self.max_lag_updates = max_lag_updates
-        self._stop = context.stop
-        self._counted_sequences = 0
-        self._last_rates = (time.monotonic(), 0, 0)
+        self.adder = SequenceAdder(max_slots, self.data, history, burn_in, self.network.state_size, context.stop,
+                                   max_lag_updates)
+        self.epsilons = exploration_epsilons(max_slots, num_eval_envs, eval_epsilon, epsilon_base, epsilon_alpha)
+        self.evaluation_slots = np.arange(max_slots) < num_eval_envs
+        training = self.epsilons[~self.evaluation_slots]
+        log.info("R2D2: exploration epsilons %.3g..%.3g over %d training envs, %d evaluation envs at %.3g",
+                 training.min(), training.max(), len(training), num_eval_envs, eval_epsilon)
         self.state_size = self.network.state_size
 
         @batched_policy(self.network, tf.TensorSpec([None], tf.float32))
@@ -168,75 +155,30 @@ class R2D2Agent:
         require_memory(needed, f"replay of {capacity * self.unroll_length:,} agent steps",
                        "lower R2D2Agent.replay_capacity_steps")
 
-    def act(self, slot_ids: np.ndarray, inputs: StepInputs, steps: EnvStepBatch):
+    def act(self, slot_ids: np.ndarray, inputs, steps):
         actions, new_state = (x.numpy() for x in self.policy(
             inputs.prev_action, EnvOutput(inputs.reward, inputs.first, inputs.observation), inputs.core_state,
             self.epsilons[slot_ids]))
         train = ~self.evaluation_slots[slot_ids]  # evaluation envs' experience is not stored
         if train.any():
-            if not self.data.wait_for_training(self._stop, self.max_lag_updates):
-                raise LearnerStopped()
-            rows = slot_ids[train]
-            complete = self.sequences.append(rows, {
-                "frame_pos": self.replay.add_frames(steps.observations[train]),
+            self.adder.add(slot_ids[train], {
                 "first": inputs.first[train], "terminated": steps.terminated[train],
                 "truncated": steps.truncated[train], "reward": inputs.reward[train], "action": actions[train],
-                "prev_action": inputs.prev_action[train], "core_state": inputs.core_state[train]})
-            if complete is not None:
-                complete["core_state"] = complete["core_state"][:, self._history]  # state before the burn-in
-                self.replay.insert(complete)
-                self.data.inserted()
+                "prev_action": inputs.prev_action[train], "core_state": inputs.core_state[train]},
+                frames=steps.observations[train])
         return actions, new_state
 
     def release(self, slot_ids: np.ndarray) -> None:
-        self.sequences.reset(slot_ids)
-
-    def next_batch(self, stop: threading.Event) -> SampledBatch | None:
-        """Waits for the minimum fill and for the replay ratio to allow another batch."""
-        return self.data.next_batch(stop)
+        self.adder.release(slot_ids)
 
     def update(self, batch: SampledBatch) -> tuple[dict[str, float], int]:
         metrics, priorities = self.trainer.update(batch.sequences, batch.weights)
         if metrics["update_applied"]:  # a skipped step's priorities are not finite: they would poison the tree
-            self.replay.update_priorities(batch.keys, priorities)
-        inserted = self.replay.num_inserted
-        new_frames = (inserted - self._counted_sequences) * self.unroll_length * self.frames_per_step
-        self._counted_sequences = inserted
+            self.data.replay.update_priorities(batch.keys, priorities)
+        new_frames = self.data.take_inserted() * self.unroll_length * self.frames_per_step
         metrics.update({"priority/min": priorities.min(), "priority/mean": priorities.mean(),
                         "priority/max": priorities.max()})
         return metrics, new_frames
 
     def trackables(self) -> dict[str, object]:
         return {"agent": self.network, "target_agent": self.target_network, "optimizer": self.optimizer}
-
-    def checkpoint_sidecars(self) -> dict[str, object]:
-        """What the Checkpointer saves beside the TensorFlow checkpoint: the replay, when asked."""
-        if not self.checkpoint_replay:
-            return {}
-        # The replay and the replay-ratio counter; inserts wait while they are written.
-        return {"replay": ArraySidecar(
-            self.replay.lock, lambda: dict(self.replay.state(), sampled_sequences=np.asarray(self.data.sampled)),
-            self._load_replay, lambda: self.replay.nbytes + self.replay.priorities.tree.nodes.nbytes)}
-
-    def _load_replay(self, arrays) -> None:
-        self.replay.load_state(arrays)
-        self.data.sampled = int(arrays["sampled_sequences"])
-        self._counted_sequences = self.replay.num_inserted  # restored sequences are not new frames
-        log.info("restored a replay of %d sequences (%d inserted so far)", self.replay.size,
-                 self.replay.num_inserted)
-
-    def data_metrics(self) -> dict[str, float]:
-        """Replay fill, insert and sample rates (agent steps/s since the last call), epsilon range."""
-        now, inserted = time.monotonic(), self.replay.num_inserted * self.unroll_length
-        sampled = self.data.sampled * self.unroll_length
-        last_time, last_inserted, last_sampled = self._last_rates
-        elapsed = max(now - last_time, 1e-9)
-        self._last_rates = (now, inserted, sampled)
-        training = self.epsilons[~self.evaluation_slots]
-        return {**self.data.metrics(),
-                "replay/insert_steps_per_second": (inserted - last_inserted) / elapsed,
-                "replay/sample_steps_per_second": (sampled - last_sampled) / elapsed,
-                "epsilon/min": float(training.min()), "epsilon/max": float(training.max())}
-
-    def describe_data(self) -> str:
-        return f"replay {self.replay.size}/{self.replay.capacity} sequences"

@@ -3,25 +3,19 @@ actions from its tanh-Gaussian policy for every actor, assembles transitions fro
 into a replay, and trains twin critics, the policy and the entropy temperature from it at a set
 number of gradient steps per env step. Continuous actions only."""
 import logging
-import threading
 
 import gin
 import numpy as np
 import tensorflow as tf
 
-from learner.agents.base import AgentContext, EvaluationPolicy, bound_setting, numpy_seed, register
+from learner.agents.base import AgentContext, EvaluationPolicy, batched_policy, bound_setting, numpy_seed, register
 from learner.agents.sac.networks import QNetwork, SoftActor
 from learner.agents.sac.training import SACTrainer
-from learner.batcher import LearnerStopped
-from learner.checkpoints import ArraySidecar
 from learner.data import RateLimit
+from learner.data.adders import TransitionAdder
 from learner.data.transitions import TransitionReplay
-from learner.data.unrolls import UnrollStore
 from learner.distributions import scale_to_bounds
-from learner.inference import batched_policy
 from learner.networks import EnvOutput
-from learner.slots import StepInputs
-from seed.codec import EnvStepBatch
 from seed.settings import require_positive
 from seed.specs import EnvSpec
 
@@ -73,21 +67,17 @@ class SACAgent:
         self.trainer = SACTrainer(self.actor, self.critics, self.target_critics, size)
         self.optimizer = self.trainer.actor_optimizer
         self.frames_per_step = spec.frames_per_step
-        fields = {"observation": (shape, spec.observation_dtype), "action": ((size,), "float32"),
-                  "reward": ((), "float32"), "terminated": ((), "bool"), "truncated": ((), "bool")}
-        # Two consecutive steps of one env per record: a transition and the step it lands on.
-        self.steps = UnrollStore(context.max_slots, 1, fields)
         replay_fields = {"observation": (shape, spec.observation_dtype), "action": ((size,), "float32"),
                          "reward": ((), "float32"), "next_observation": (shape, spec.observation_dtype),
                          "terminated": ((), "bool")}
-        self.replay = TransitionReplay(replay_capacity, replay_fields, batch_size,
-                                       RateLimit(min_replay_size, updates_per_step * batch_size), max_lag_updates,
-                                       seed=numpy_seed())
-        log.info("SAC replay: %d transitions, %.1f MB", replay_capacity, self.replay.nbytes / 1e6)
+        self.data = TransitionReplay(replay_capacity, replay_fields, batch_size,
+                                     RateLimit(min_replay_size, updates_per_step * batch_size), max_lag_updates,
+                                     seed=numpy_seed(), checkpoint=checkpoint_replay)
+        log.info("SAC replay: %d transitions, %.1f MB", replay_capacity, self.data.nbytes / 1e6)
+        self.adder = TransitionAdder(context.max_slots, {
+            "observation": (shape, spec.observation_dtype), "action": ((size,), "float32"),
+            "reward": ((), "float32"), "terminated": ((), "bool"), "truncated": ((), "bool")}, self.data, context.stop)
         self.min_replay_size = min_replay_size
-        self.checkpoint_replay = checkpoint_replay
-        self._counted = 0
-        self._stop = context.stop
         self._rng = np.random.default_rng(numpy_seed())
         distribution = self.trainer.distribution
 
@@ -113,39 +103,23 @@ class SACAgent:
         return EvaluationPolicy(cls.build_network(spec, num_stacked_frames), None,
                                 lambda outputs: scale_to_bounds(tf.tanh(mean(outputs)), low, high))
 
-    def act(self, slot_ids: np.ndarray, inputs: StepInputs, steps: EnvStepBatch):
+    def act(self, slot_ids: np.ndarray, inputs, steps):
         n = len(slot_ids)
-        if self.replay.size < self.min_replay_size:
+        if self.data.size < self.min_replay_size:
             actions = self._rng.uniform(-1.0, 1.0, (n, len(self._low))).astype(np.float32)
         else:
             actions = self.policy(inputs.prev_action, EnvOutput(inputs.reward, inputs.first, inputs.observation),
                                   inputs.core_state).numpy()
-        pairs = self.steps.append(slot_ids, {"observation": inputs.observation, "action": actions,
-                                             "reward": inputs.reward, "terminated": steps.terminated,
-                                             "truncated": steps.truncated})
-        if pairs is not None:
-            # A pair that starts at an episode's final observation spans a reset: no transition.
-            real = ~(pairs["terminated"][:, 0] | pairs["truncated"][:, 0])
-            transitions = {"observation": pairs["observation"][real, 0], "action": pairs["action"][real, 0],
-                           "reward": pairs["reward"][real, 1], "next_observation": pairs["observation"][real, 1],
-                           "terminated": pairs["terminated"][real, 1]}
-            if not self.replay.insert(transitions, self._stop):
-                raise LearnerStopped()
+        self.adder.add(slot_ids, {"observation": inputs.observation, "action": actions, "reward": inputs.reward,
+                                  "terminated": steps.terminated, "truncated": steps.truncated})
         return scale_to_bounds(actions, self._low, self._high), inputs.core_state
 
     def release(self, slot_ids: np.ndarray) -> None:
-        self.steps.reset(slot_ids)
-
-    def next_batch(self, stop: threading.Event) -> dict[str, np.ndarray] | None:
-        return self.replay.next_batch(stop)
+        self.adder.release(slot_ids)
 
     def update(self, batch) -> tuple[dict[str, float], int]:
         """Returns the metrics and the environment frames of the transitions inserted since the last update."""
-        metrics = self.trainer.update(batch)
-        inserted = self.replay.num_inserted
-        new_frames = (inserted - self._counted) * self.frames_per_step
-        self._counted = inserted
-        return metrics, new_frames
+        return self.trainer.update(batch), self.data.take_inserted() * self.frames_per_step
 
     def trackables(self) -> dict[str, object]:
         t = self.trainer
@@ -153,21 +127,3 @@ class SACAgent:
                 "alpha_optimizer": t.alpha_optimizer, "log_alpha": t.log_alpha,
                 "q1": self.critics[0], "q2": self.critics[1],
                 "target_q1": self.target_critics[0], "target_q2": self.target_critics[1]}
-
-    def checkpoint_sidecars(self) -> dict[str, object]:
-        if not self.checkpoint_replay:
-            return {}
-        return {"replay": ArraySidecar(self.replay.lock, self.replay.state, self._load_replay,
-                                       lambda: self.replay.nbytes)}
-
-    def _load_replay(self, arrays) -> None:
-        self.replay.load_state(arrays)
-        self._counted = self.replay.num_inserted  # restored transitions are not new frames
-        log.info("restored a replay of %d transitions", self.replay.size)
-
-    def data_metrics(self) -> dict[str, float]:
-        return self.replay.metrics()
-
-    def describe_data(self) -> str:
-        return f"replay {self.replay.size:,}/{self.replay.capacity:,}"
-

@@ -1,25 +1,19 @@
 """The V-trace (IMPALA) agent on the central-inference learner: sample from the
 policy, assemble unrolls from the same steps, train on batches of them."""
 import logging
-import threading
 
 import gin
 import numpy as np
 import tensorflow as tf
 
-from learner.agents.base import AgentContext, EvaluationPolicy, numpy_seed, register
+from learner.agents.base import AgentContext, EvaluationPolicy, batched_policy, numpy_seed, register
 from learner.agents.minibatches import PER_UNROLL_ERRORS
 from learner.agents.vtrace.training import VTraceLoss, VTraceTrainer
-from learner.batcher import LearnerStopped
-from learner.checkpoints import ArraySidecar
-from learner.data import require_memory
-from learner.data.unroll_replay import SOURCE_KINDS, UnrollMix
-from learner.data.unrolls import UnrollQueue, UnrollStore
-from learner.inference import batched_policy
+from learner.data.adders import UnrollAdder
+from learner.data.unroll_replay import FEATURE_KINDS, SOURCE_KINDS, UnrollMix
+from learner.data.unrolls import UnrollQueue
 from learner.networks import ActorCriticNetwork, EnvOutput
 from learner.optimizers import create_optimizer
-from learner.slots import StepInputs
-from seed.codec import EnvStepBatch
 from seed.settings import require_positive
 from seed.specs import EnvSpec
 
@@ -94,12 +88,27 @@ class VTraceAgent:
             self.network = self.build_network(spec, context.num_stacked_frames)
         self.replay_features = replay_features
         self.frames_per_unroll = unroll_length * spec.frames_per_step
-        self.queue = UnrollQueue(unroll_queue_capacity)
         sources = sources or {"queue": 1.0}
-        self.data = UnrollMix(self.queue, sources, batch_size, replay_capacity, min_replay_unrolls,
+        self._stores_features = any(kind in FEATURE_KINDS for kind in sources)
+        fields = {
+            "observation": (self.network.observation_shape, spec.observation_dtype),
+            "reward": ((), "float32"), "first": ((), "bool"), "terminated": ((), "bool"),
+            "truncated": ((), "bool"), "prev_action": ((), "int32"), "action": ((), "int32"),
+            "behaviour_logits": ((spec.num_actions,), "float32"), "behaviour_value": ((), "float32"),
+            "core_state": ((self.network.state_size,), "float32"),
+        }
+        if self._stores_features:
+            fields["features"] = ((self._feature_size(spec),), "float32")
+        queue = UnrollQueue(unroll_queue_capacity)
+        self.adder = UnrollAdder(context.max_slots, unroll_length, fields, queue, context.stop)
+        # The optimizer's steps say how many updates a run resumed without its replay made.
+        self.data = UnrollMix(queue, sources, batch_size, replay_capacity, min_replay_unrolls,
                               seed=numpy_seed(), encode=self._encode,
                               total_fresh_unrolls=context.schedule_frames // self.frames_per_unroll,
-                              features=replay_features)
+                              features=replay_features, checkpoint=checkpoint_replay,
+                              fields={name: ((unroll_length + 1, *shape), str(np.dtype(dtype)))
+                                      for name, (shape, dtype) in fields.items()},
+                              updates_done=lambda: int(self.optimizer.iterations.numpy()) // (epochs * minibatches))
         # The fresh frames of a mixed batch (the learning-rate schedule and benchmarks count by it).
         self.frames_per_update = self.data.fresh_per_batch * self.frames_per_unroll
         with strategy.scope():
@@ -112,29 +121,6 @@ class VTraceAgent:
         self.epochs = epochs
         self.minibatches = minibatches
         self._shuffle = np.random.default_rng(numpy_seed())  # run_learner.seed seeds numpy
-        fields = {
-            "observation": (self.network.observation_shape, spec.observation_dtype),
-            "reward": ((), "float32"), "first": ((), "bool"), "terminated": ((), "bool"),
-            "truncated": ((), "bool"), "prev_action": ((), "int32"), "action": ((), "int32"),
-            "behaviour_logits": ((spec.num_actions,), "float32"), "behaviour_value": ((), "float32"),
-            "core_state": ((self.network.state_size,), "float32"),
-        }
-        if self.data.needs_features:
-            fields["features"] = ((self._feature_size(spec),), "float32")
-        self.unrolls = UnrollStore(context.max_slots, unroll_length, fields)
-        self._fields = {name: ((unroll_length + 1, *shape), str(np.dtype(dtype)))  # what a saved ring must hold
-                        for name, (shape, dtype) in fields.items()}
-        self.checkpoint_replay = checkpoint_replay
-        self._unroll_nbytes = sum(int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
-                                  for shape, dtype in self._fields.values())
-        if self.data.ring is not None:
-            ring_nbytes = replay_capacity * self._unroll_nbytes
-            require_memory(ring_nbytes, f"a replay of {replay_capacity} unrolls", "lower VTraceAgent.replay_capacity")
-            log.info("replay: %d unrolls of %.2f MB, %.0f MB in all (%s)", replay_capacity, self._unroll_nbytes / 1e6,
-                     ring_nbytes / 1e6, ", ".join(f"{k} {r:g}" for k, r in self.data.shares.items()))
-        self._stop = context.stop
-        self._counted_restored_updates = False
-        self._source_means: dict[str, float] = {}  # the last update's per-source means, for the progress line
         self.state_size = self.network.state_size
 
         @batched_policy(self.network)
@@ -159,7 +145,7 @@ class VTraceAgent:
 
     def _features_of(self, outputs):
         """The stored state features of a policy call's outputs (`replay_features`); none when unused."""
-        if not self.data.needs_features:
+        if not self._stores_features:
             return tf.zeros([tf.shape(outputs.baseline)[0], 0])
         return outputs.policy_logits if self.replay_features == "policy_logits" else outputs.features
 
@@ -189,31 +175,18 @@ class VTraceAgent:
         return ActorCriticNetwork(spec.num_actions, (*spec.observation_shape, num_stacked_frames),
                                   spec.observation_dtype)
 
-    def act(self, slot_ids: np.ndarray, inputs: StepInputs, steps: EnvStepBatch):
+    def act(self, slot_ids: np.ndarray, inputs, steps):
         actions, logits, values, features, new_state = (x.numpy() for x in self.policy(
             inputs.prev_action, EnvOutput(inputs.reward, inputs.first, inputs.observation), inputs.core_state))
         step = {"observation": inputs.observation, "reward": inputs.reward, "first": inputs.first,
                 "terminated": steps.terminated, "truncated": steps.truncated, "prev_action": inputs.prev_action,
                 "action": actions, "behaviour_logits": logits, "behaviour_value": values,
-                "core_state": inputs.core_state}
-        if self.data.needs_features:
-            step["features"] = features
-        complete = self.unrolls.append(slot_ids, step)
-        if complete is not None and not self.queue.put(complete, self._stop):
-            raise LearnerStopped()
+                "core_state": inputs.core_state, "features": features}
+        self.adder.add(slot_ids, step)
         return actions, new_state
 
     def release(self, slot_ids: np.ndarray) -> None:
-        self.unrolls.reset(slot_ids)
-
-    def next_batch(self, stop: threading.Event) -> dict[str, np.ndarray] | None:
-        if not self._counted_restored_updates:
-            # Resumed without its replay, the mix would count updates from 0 again, and elite's and attentive's
-            # candidate multipliers would anneal afresh: the restored optimizer's steps say how many were made.
-            done = int(self.optimizer.iterations.numpy()) // (self.epochs * self.minibatches)
-            self.data.updates = max(self.data.updates, done)
-            self._counted_restored_updates = True
-        return self.data.next_batch(stop)
+        self.adder.release(slot_ids)
 
     def update(self, batch) -> tuple[dict[str, float], int]:
         """Returns the update's metrics (averaged over its gradient steps) and the environment frames it
@@ -233,41 +206,9 @@ class VTraceAgent:
             sums = {part: metrics.pop(f"source/{kind}_{part}") for part in VTraceLoss.SOURCE_PARTS}
             if kind in self.data.counts and sums["steps"] > 0:
                 for part, name in (("rho", "rho"), ("kl", "kl"), ("clipped", "clip_fraction")):
-                    metrics[f"data/{kind}_{name}"] = self._source_means[f"data/{kind}_{name}"] = (
+                    metrics[f"data/{kind}_{name}"] = self.data.source_means[f"data/{kind}_{name}"] = (
                         sums[part] / sums["steps"])
         return metrics, self.data.last_fresh * self.frames_per_unroll
 
     def trackables(self) -> dict[str, object]:
         return {"agent": self.network, "optimizer": self.optimizer}
-
-    def checkpoint_sidecars(self) -> dict[str, object]:
-        if not self.checkpoint_replay or self.data.ring is None:
-            return {}
-        # The mix's ring, its samplers' state (priorities) and its update count (the replay ages count from
-        # it), under the ring's lock, which keeps elite sampling's thread out meanwhile.
-        return {"replay": ArraySidecar(self.data.ring.lock, self.data.state, self._load_replay,
-                                       lambda: self.data.ring.capacity * self._unroll_nbytes)}
-
-    def _load_replay(self, arrays) -> None:
-        self.data.load_state(arrays, fields=self._fields)
-        log.info("restored a replay of %d unrolls", len(self.data.ring))
-
-    def data_metrics(self) -> dict[str, float]:
-        return {"unroll_queue/depth": len(self.queue), **self.data.metrics()}
-
-    def describe_data(self) -> str:
-        """The queue, the ring and, per replay source, its share, mean age in updates, importance ratio
-        pi/mu, KL(mu || pi) and (elite, attentive) mean distance, as of the last batch."""
-        ring = self.data.ring
-        line = f"queue {len(self.queue)}/{self.queue.capacity}"
-        if ring is None:
-            return line
-        line += f" | replay {len(ring)}/{ring.capacity}"
-        metrics = {**self.data.metrics(), **self._source_means}
-        for kind in self.data.samplers:
-            parts = [f"{kind} {self.data.shares[kind]:g}"]
-            for label, name in (("age", "age_updates"), ("rho", "rho"), ("kl", "kl"), ("d", "distance")):
-                if f"data/{kind}_{name}" in metrics:
-                    parts.append(f"{label} {metrics[f'data/{kind}_{name}']:.3g}")
-            line += " | " + " ".join(parts)
-        return line

@@ -57,7 +57,7 @@ def first_batch(agent, pipeline, rng, reward=None):
         play(pipeline, rng, 8, reward=reward)
         timer = threading.Timer(0.2, stop.set)  # next_batch waits for data: give up on this round
         timer.start()
-        batch = agent.next_batch(stop)
+        batch = agent.data.next_batch(stop)
         timer.cancel()
         if batch is not None:
             return batch
@@ -75,7 +75,7 @@ def test_every_agent_declares_the_contract_and_acts_on_a_batch(name):
         assert actions.shape == (4,) and actions.dtype == np.int32 and ((0 <= actions) & (actions < 3)).all()
     else:
         assert actions.shape == (4, 2) and actions.dtype == np.float32
-    assert isinstance(agent.data_metrics(), dict) and isinstance(agent.describe_data(), str)
+    assert isinstance(agent.data.metrics(), dict) and isinstance(agent.data.describe(), str)
     agent.release(np.arange(2))
     policy = AGENTS[name].evaluation_policy(SPEC if "discrete" in AGENTS[name].action_kinds else CONTINUOUS, 1)
     assert (policy is None) == (agent.optimizer is None)  # what has weights can be evaluated
@@ -85,7 +85,7 @@ def test_an_agent_that_never_trains_hands_out_no_batch_once_stopped():
     stop = threading.Event()
     agent, _ = make("FixedActionAgent", stop)
     stop.set()
-    assert agent.next_batch(stop) is None
+    assert agent.data.next_batch(stop) is None
 
 
 @pytest.mark.parametrize("name", TRAINING)

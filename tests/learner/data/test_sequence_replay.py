@@ -105,7 +105,7 @@ def filled_replay(seed=1):
 
 
 def test_a_saved_replay_loads_back_equal_and_samples_the_same(tmp_path):
-    from learner.checkpoints import write_arrays_atomically
+    from learner.data.saved_state import write_arrays_atomically
 
     replay = filled_replay()
     write_arrays_atomically(str(tmp_path / "replay.npz"), replay.state())

@@ -40,10 +40,10 @@ def test_a_skipped_update_leaves_the_priorities_as_they_were():
 
     agent, pipeline = make("R2D2Agent")
     batch = first_batch(agent, pipeline, np.random.default_rng(0), reward=np.inf)
-    total = agent.replay.priorities.tree.total
+    total = agent.data.replay.priorities.tree.total
     metrics, _ = agent.update(batch)
-    assert not metrics["update_applied"] and agent.replay.priorities.tree.total == total
-    assert agent.replay.priorities.max_priority == 1.0
+    assert not metrics["update_applied"] and agent.data.replay.priorities.tree.total == total
+    assert agent.data.replay.priorities.max_priority == 1.0
 
 
 def test_the_learning_rate_schedule_spans_the_run_at_the_replay_ratio():

@@ -96,11 +96,11 @@ def test_epochs_and_minibatches_take_that_many_gradient_steps_on_whole_unrolls_a
                         epochs=3, minibatches=2)
     rng = np.random.default_rng(2)
     stop = threading.Event()
-    assert agent.queue.put(random_unrolls(rng, 4, 5, (4, 1), "float32", 2, 0), stop)
+    assert agent.data.queue.put(random_unrolls(rng, 4, 5, (4, 1), "float32", 2, 0), stop)
     seen = []
     update = agent.trainer.update
     agent.trainer.update = lambda batch: seen.append(batch["reward"].shape) or update(batch)
-    metrics, frames = agent.update(agent.next_batch(stop))
+    metrics, frames = agent.update(agent.data.next_batch(stop))
     assert seen == [(2, 6)] * 6  # 3 epochs x 2 minibatches of 2 whole unrolls (T+1 = 6 steps)
     assert int(agent.optimizer.iterations.numpy()) == 6
     assert frames == 4 * 5 and metrics["update_applied"] and np.isfinite(metrics["loss/total"])
@@ -145,16 +145,16 @@ def test_vtrace_replay_mix_is_saved_and_restored_with_checkpoint_replay(tmp_path
 
     saved, stop, rng = agent(), threading.Event(), np.random.default_rng(3)
     for _ in range(5):
-        assert saved.queue.put(random_unrolls(rng, 2, 5, (4, 1), "float32", 2, 0), stop)
+        assert saved.data.queue.put(random_unrolls(rng, 2, 5, (4, 1), "float32", 2, 0), stop)
     for _ in range(3):
-        saved.update(saved.next_batch(stop))  # the updates give the prioritised unrolls their errors
-    (name, sidecar), = saved.checkpoint_sidecars().items()
+        saved.update(saved.data.next_batch(stop))  # the updates give the prioritised unrolls their errors
+    (name, sidecar), = saved.data.checkpoint_sidecars().items()
     # 8 unrolls x 6 steps x (observation 4 floats, reward, 3 flags, 2 actions, 2 logits, value; no core state)
     assert name == "replay" and sidecar.state_nbytes == 8 * 6 * (16 + 4 + 3 + 8 + 8 + 4)
     sidecar.save_state(str(tmp_path / "replay.npz"))
 
     restored = agent()
-    restored.checkpoint_sidecars()["replay"].load_state(str(tmp_path / "replay.npz"))
+    restored.data.checkpoint_sidecars()["replay"].load_state(str(tmp_path / "replay.npz"))
     before, after = saved.data.state(), restored.data.state()
     assert len(restored.data.ring) == len(saved.data.ring) == 8 and restored.data.updates == saved.data.updates == 3
     # Two replayed unrolls per batch were counted (a count starts again when its place is overwritten).
@@ -168,10 +168,10 @@ def test_vtrace_replay_mix_is_saved_and_restored_with_checkpoint_replay(tmp_path
                         min_replay_unrolls=4, checkpoint_replay=True)
     with pytest.raises(ValueError, match="saved replay stores other fields than this run's .*features.*the sources or "
                                          "replay_features changed"):
-        other.checkpoint_sidecars()["replay"].load_state(str(tmp_path / "replay.npz"))
+        other.data.checkpoint_sidecars()["replay"].load_state(str(tmp_path / "replay.npz"))
     plain = VTraceAgent(AgentContext(EnvSpec((4,), "float32", 2, 1), 1, 4, 10 ** 6, threading.Event()),
                         checkpoint_replay=True)
-    assert plain.checkpoint_sidecars() == {}  # fresh unrolls only: nothing to save
+    assert plain.data.checkpoint_sidecars() == {}  # fresh unrolls only: nothing to save
 
 
 def clear_terms(behaviour_logits, behaviour_value, source, rng):
@@ -263,12 +263,12 @@ def test_the_progress_line_describes_each_replay_source():
     agent = VTraceAgent(AgentContext(EnvSpec((4,), "float32", 2, 1), 1, 4, 10 ** 6, threading.Event()),
                         unroll_length=5, batch_size=4, sources={"queue": 0.5, "uniform": 0.25, "prioritised": 0.25},
                         replay_capacity=8, min_replay_unrolls=4)
-    assert agent.describe_data() == "queue 0/64 | replay 0/8 | uniform 0.25 | prioritised 0.25"
+    assert agent.data.describe() == "queue 0/64 | replay 0/8 | uniform 0.25 | prioritised 0.25"
     stop, rng = threading.Event(), np.random.default_rng(3)
     for _ in range(4):
-        assert agent.queue.put(random_unrolls(rng, 2, 5, (4, 1), "float32", 2, 0), stop)
-    agent.update(agent.next_batch(stop))
-    line = agent.describe_data()
+        assert agent.data.queue.put(random_unrolls(rng, 2, 5, (4, 1), "float32", 2, 0), stop)
+    agent.update(agent.data.next_batch(stop))
+    line = agent.data.describe()
     assert (line.startswith("queue 2/64 | replay 6/8 | uniform 0.25 age 0 rho ")
             and "| prioritised 0.25 age 0 rho " in line)
     assert line.count(" kl ") == 2  # each replay's KL(mu || pi): what its mean rho cannot show
@@ -330,8 +330,8 @@ def test_a_mix_resumed_without_its_replay_counts_updates_from_the_restored_optim
     agent.optimizer.iterations.assign(2 * 2 * 30)  # as a checkpoint of 30 updates restores it
     stop, rng = threading.Event(), np.random.default_rng(3)
     for _ in range(4):
-        assert agent.queue.put(random_unrolls(rng, 2, 5, (4, 1), "float32", 2, 0), stop)
-    agent.update(agent.next_batch(stop))
+        assert agent.data.queue.put(random_unrolls(rng, 2, 5, (4, 1), "float32", 2, 0), stop)
+    agent.update(agent.data.next_batch(stop))
     assert agent.data.updates == 31
     assert agent.data.metrics()["data/uniform_age_updates"] == 0.0  # the refilled ring's unrolls came in at 30
 
