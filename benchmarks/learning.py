@@ -128,6 +128,15 @@ def run_name(run: str) -> str:
     return os.path.splitext(os.path.basename(os.path.normpath(run)))[0]
 
 
+def checkpoint_summary(logdir: str) -> dict:
+    """The run's newest checkpoint summary (learner/checkpoints.py's latest.json); {} without one."""
+    try:
+        with open(os.path.join(logdir, "checkpoints", "latest.json")) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
 def copy_out(logdir: str, copy: str | None = None) -> str:
     """Copies a run's episodes and segments out of its run directory (checkpoints, not results) as
     the RUN_episodes.csv and RUN_segments.json a result commits, and returns the copy's path; the
@@ -306,6 +315,11 @@ def main() -> int:
                                          "envs_per_actor": args.envs, "gin_bindings": args.gin_bindings}
         if not args.plot:
             launched["invocations"] = len(read_segments(logdir))
+            # The budget counts frames trained; an episode's frames are stepped, and the last episode may
+            # end before the budget is trained: the last checkpoint says how far training went.
+            saved = checkpoint_summary(os.path.join(args.out, name))
+            launched.update(trained_frames=saved.get("environment_frames"),
+                            budget_reached=saved.get("budget_reached"))
         print(json.dumps({"benchmark": "learning", "run": name, "game": game, **launched,
                           **summarize(rows, threshold, args.window)}), flush=True)
     write_plot(os.path.join(args.out, f"{args.label}.png"), curves, game, threshold, args.x)

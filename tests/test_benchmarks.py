@@ -91,7 +91,8 @@ def test_learning_benchmark_trains_a_real_run_to_its_frame_budget_and_writes_its
                             "--threshold", "5", "--report_interval_s", "1", timeout_s=300)
     summary = [r for r in records if r.get("benchmark") == "learning"]
     assert [r["run"] for r in summary] == ["smoke_seed3"]
-    assert summary[0]["final_frames"] >= 8000 and summary[0]["frames_to_threshold"] is not None
+    assert summary[0]["budget_reached"] and summary[0]["trained_frames"] >= 8000
+    assert 0 < summary[0]["final_frames"] and summary[0]["frames_to_threshold"] is not None
     assert any("env_frames" in r and "benchmark" not in r for r in records), "no progress line"
     # The copies a result commits sit beside the run directory, and --plot reads them as it would the run.
     assert ((tmp_path / "smoke_seed3_episodes.csv").read_text()
@@ -111,12 +112,13 @@ def test_learning_benchmark_trains_a_real_run_to_its_frame_budget_and_writes_its
                             "smoke", "--out", str(tmp_path)], cwd=REPO_ROOT, env=child_env(), capture_output=True,
                            text=True, timeout=120)
     assert again.returncode == 2 and "--resume" in again.stderr, again.stderr[-2000:]
-    budget = summary[0]["final_frames"] + 8000  # the first invocation stops past its 8,000, between checks
+    budget = summary[0]["trained_frames"] + 8000  # the first invocation stops past its 8,000, between checks
     records = run_benchmark("learning.py", "classic", "vtrace", "--actors", "1", "--envs", "4", "--frames", str(budget),
                             "--seeds", "3", "--label", "smoke", "--out", str(tmp_path), "--window", "5",
                             "--report_interval_s", "1", "--resume", timeout_s=300)
     (resumed,) = [r for r in records if r.get("benchmark") == "learning"]
-    assert resumed["invocations"] == 2 and resumed["final_frames"] >= budget
+    assert resumed["invocations"] == 2 and resumed["budget_reached"] and resumed["trained_frames"] >= budget
+    assert resumed["final_frames"] > summary[0]["final_frames"]
     assert resumed["episodes"] > summary[0]["episodes"]  # the first invocation's episodes are kept
     assert "resuming at" in (tmp_path / "smoke_seed3.log").read_text()
     assert len(json.loads((tmp_path / "smoke_seed3_segments.json").read_text())) == 2
