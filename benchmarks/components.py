@@ -3,7 +3,8 @@
     .venv/bin/python benchmarks/components.py [--config atari_vtrace.gin] [--seconds 5]
 
 Prints one JSON object per line: raw env stepping through the actor's own
-vectorised env path, policy inference per batch size, one V-trace training
+vectorised env path, policy inference per batch size (the whole inference path
+and, within it, the network call; the rest per env is the path's overhead), one V-trace training
 step at the configured batch x unroll, and the bound 1 / sum(1 / throughput)
 that the three imply when they share the machine (as docs/architecture.md
 computes it).
@@ -62,6 +63,28 @@ def vtrace_learner(spec):
                                     reward_clipping="abs_one")
 
 
+class PolicyCallTimer:
+    """Wraps the agent's batched policy to time the network call alone (its tensors' conversion to
+    numpy is left outside, with the rest of the inference path)."""
+
+    def __init__(self, agent):
+        self._policy, self.calls, self.seconds = agent.policy, 0, 0.0
+        agent.policy = self
+
+    def __call__(self, *args):
+        start = time.perf_counter()
+        outputs = self._policy(*args)
+        self.seconds += time.perf_counter() - start
+        self.calls += 1
+        return outputs
+
+    def reset(self) -> None:
+        self.calls, self.seconds = 0, 0.0
+
+    def mean_ms(self) -> float:
+        return 1000 * self.seconds / max(self.calls, 1)
+
+
 def random_steps(spec, batch: int, rng):
     """(slot ids, one step of `batch` envs with random frames) for the learner's inference path."""
     from seed.codec import EnvStepBatch
@@ -112,12 +135,20 @@ def main() -> int:
          frames_per_s=env_steps * spec.frames_per_step)
 
     agent, pipeline = vtrace_learner(spec)
+    policy_call = PolicyCallTimer(agent)
     inference = {}
     for batch in (1, 8, 16, 32, 64, 128):
         ids, steps = random_steps(spec, batch, rng)
-        inference[batch] = batch * timed(lambda ids=ids, steps=steps: pipeline(ids, steps), args.seconds, chunk=20,
-                                         between=lambda: drain_completed_unrolls(agent))
-        emit(component="inference", batch=batch, observations_per_s=inference[batch])
+        for _ in range(3):  # traces the policy for this batch size, untimed
+            pipeline(ids, steps)
+        policy_call.reset()
+        inference[batch] = batch * timed(lambda ids=ids, steps=steps: pipeline(ids, steps), args.seconds, warmup=0,
+                                         chunk=20, between=lambda: drain_completed_unrolls(agent))
+        path_ms = 1000 * batch / inference[batch]
+        policy_ms = policy_call.mean_ms()
+        # Outside the network call: the slot table, frame stacking, the adder and every conversion.
+        emit(component="inference", batch=batch, observations_per_s=inference[batch], path_ms_per_batch=path_ms,
+             policy_call_ms_per_batch=policy_ms, outside_policy_us_per_env=1000 * (path_ms - policy_ms) / batch)
 
     batch = training_batch(agent, pipeline, spec, rng)
     training = agent.frames_per_update / spec.frames_per_step * timed(lambda: agent.update(batch), args.seconds, 2)

@@ -78,6 +78,8 @@ def test_components_benchmark_reports_every_component_and_a_bound_below_each():
     assert set(by_component) == {"env_stepping", "inference", "training_step", "bound"}
     inference = {r["batch"]: r["observations_per_s"] for r in by_component["inference"]}
     assert set(inference) == {1, 8, 16, 32, 64, 128} and min(inference.values()) > 0
+    for r in by_component["inference"]:  # the network call is timed inside the path, so it is the smaller
+        assert 0 < r["policy_call_ms_per_batch"] < r["path_ms_per_batch"] and r["outside_policy_us_per_env"] > 0
     bound = by_component["bound"][0]
     assert bound["inference_batch"] == 16  # the learner serves every one of the 16 envs in one batch
     slowest = min(by_component["env_stepping"][0]["agent_steps_per_s"], inference[16],
