@@ -72,13 +72,13 @@ class LearnerStream:
 
     def close(self) -> None:
         """Says goodbye once (the learner then knows this stream was not lost), half-closes, and cancels
-        the call if the learner has not ended it within the timeout."""
+        the call if the learner has not ended it within the timeout. Every caller waits for that end:
+        the run loop closes the channel next, which would cut the Goodbye off."""
         with self._lock:
-            if self._hung_up:
-                return
-            self._hung_up = True
-        self._requests.put(handshake.GOODBYE)
-        self._requests.put(_END)
+            first, self._hung_up = not self._hung_up, True
+        if first:
+            self._requests.put(handshake.GOODBYE)
+            self._requests.put(_END)
         self._ended.wait(self._goodbye_timeout_s)
         self._call.cancel()
 

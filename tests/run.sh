@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 source seed/venv.sh
 ensure_venv tests/run.sh test
 export TF_CPP_MIN_LOG_LEVEL=${TF_CPP_MIN_LOG_LEVEL:-2}
-workers=(-n auto --dist load)
+workers=(-n auto --dist worksteal)
 for arg in "$@"; do
   case $arg in -n|-n*|--numprocesses*) workers=() ;; esac
 done
