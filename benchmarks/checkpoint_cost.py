@@ -15,7 +15,6 @@ import os
 import statistics
 import sys
 import tempfile
-import threading
 import time
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -40,7 +39,7 @@ def measure(config: str, saves: int) -> dict:
     interval = setting("checkpoint_interval_s")
     stacked = setting("num_stacked_frames")
     spec = envs.env_spec()
-    agent = agent_class(AgentContext(spec, stacked, 256, 10 ** 9, threading.Event()))
+    agent = agent_class(AgentContext(spec, stacked, 256, 10 ** 9))
     frames = tf.Variable(0, dtype=tf.int64, name="environment_frames")
     with tempfile.TemporaryDirectory() as directory:
         checkpointer = Checkpointer(directory, environment_frames=frames, **agent.trackables())

@@ -14,7 +14,6 @@ import argparse
 import json
 import os
 import sys
-import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -57,7 +56,7 @@ def vtrace_learner(spec):
     from learner.agents import AgentContext, VTraceAgent
     from learner.inference import InferencePipeline
     stacked = gin.query_parameter("run_learner.num_stacked_frames")
-    agent = VTraceAgent(AgentContext(spec, stacked, 256, 10 ** 9, threading.Event()))
+    agent = VTraceAgent(AgentContext(spec, stacked, 256, 10 ** 9))
     agent.data.queue.capacity = 10 ** 9  # nothing trains while inference is timed: never block on a full queue
     return agent, InferencePipeline(agent, spec, max_slots=256, num_stacked_frames=stacked,
                                     reward_clipping="abs_one")
@@ -99,7 +98,7 @@ def drain_completed_unrolls(agent) -> None:
     inference path fresh memory on every one (measured: 2x slower at batch 16 on the 2-core VM),
     which a real learner with its bounded queue never pays."""
     while len(agent.data.queue) >= agent.batch_size:
-        agent.data.queue.get_batch(agent.batch_size, threading.Event())
+        agent.data.queue.get_batch(agent.batch_size)
 
 
 def training_batch(agent, pipeline, spec, rng):
@@ -107,7 +106,7 @@ def training_batch(agent, pipeline, spec, rng):
     ids, steps = random_steps(spec, agent.batch_size, rng)
     while len(agent.data.queue) < agent.batch_size:
         pipeline(ids, steps)
-    return agent.data.queue.get_batch(agent.batch_size, threading.Event())
+    return agent.data.queue.get_batch(agent.batch_size)
 
 
 def main() -> int:

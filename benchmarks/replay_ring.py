@@ -25,7 +25,6 @@ import ast
 import json
 import os
 import sys
-import threading
 
 import numpy as np
 
@@ -76,7 +75,7 @@ def simulate(bindings: list[str], model: str, updates: int, noise: float, seed: 
             moved = np.maximum((now["update"] - unrolls["born"][:, 0]) / lifetime + noise * rng.normal(size=n), 0)
         return unrolls["features"] + moved[:, None, None].astype(np.float32)
 
-    queue, stop = UnrollQueue(min_unrolls + fresh), threading.Event()
+    queue = UnrollQueue(min_unrolls + fresh)
     mix = UnrollMix(queue, sources, batch_size, capacity, min_unrolls, seed=seed, encode=encode,
                     total_fresh_unrolls=total_updates * fresh)
     kind = next(k for k in sources if k != "queue")
@@ -84,8 +83,8 @@ def simulate(bindings: list[str], model: str, updates: int, noise: float, seed: 
     for update in range(updates):
         now["update"] = update
         while len(queue) < (min_unrolls + fresh if update == 0 else fresh):  # the first batch fills the ring
-            queue.put(stand_in_unrolls(update, fresh), stop)
-        mix.next_batch(stop)
+            queue.put(stand_in_unrolls(update, fresh))
+        mix.next_batch()
         if update >= updates // 2:
             metrics = mix.metrics()
             for name in seen:

@@ -145,7 +145,9 @@ def run_learner(logdir: str, address: str, stop: threading.Event, *, agent=VTrac
                          f"action spaces; this env has {spec.action.describe()} (agents for them: "
                          f"{takers or 'none yet'})")
     agent = agent(AgentContext(spec, num_stacked_frames, max_env_slots, schedule_frames or total_environment_frames,
-                               stop, strategy))
+                               strategy))
+    # The agent's data source wakes its waiters (training, and inference on a full queue) only when closed.
+    threading.Thread(target=lambda: (stop.wait(), agent.data.close()), name="close-data-on-stop", daemon=True).start()
     frames = tf.Variable(0, dtype=tf.int64, name="environment_frames")
     checkpointer = Checkpointer(os.path.join(logdir, "checkpoints"), environment_frames=frames,
                                 sidecars=agent.data.checkpoint_sidecars(), **agent.trackables())

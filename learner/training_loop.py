@@ -33,7 +33,7 @@ class TrainingLoop:
         try:
             while not self.stop.is_set() and int(self.frames.numpy()) < self.total_frames:
                 started = time.perf_counter_ns()
-                batch = self.agent.data.next_batch(self.stop)
+                batch = self.agent.data.next_batch()  # None once the learner closed it
                 batched = time.perf_counter_ns()
                 self.batch_wait_us += (batched - started) // 1000
                 if batch is None:

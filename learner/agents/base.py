@@ -12,13 +12,14 @@ learner drives those parts from three threads:
 
     # training thread (learner.training_loop.TrainingLoop):
     while frames < total_environment_frames and not stop:
-        batch = agent.data.next_batch(stop)     # blocks on the source's rate limit; None on stop
+        batch = agent.data.next_batch()         # blocks on the source's rate limit; None once closed
         metrics, new_frames = agent.update(batch)
         frames += new_frames                    # env frames collected, also for a skipped update
         if checkpoint due: save agent.trackables() and agent.data.checkpoint_sidecars()
 
     # main thread, every progress interval:
     agent.data.metrics(), agent.data.describe(), agent.optimizer's learning rate
+    # and when the learner stops, agent.data.close(), which wakes both threads' waits for good
 
 So a new agent is a network, a loss and a choice of adder and data source. It is one folder under
 learner/agents/ whose `agent.py` defines a class that satisfies `Agent` and is decorated with
@@ -28,7 +29,6 @@ gin configurables), and one gin file under seed/configs/. An agent imports the d
 batcher, inference pipeline, slots, checkpointer or training loop).
 """
 import dataclasses
-import threading
 from collections.abc import Callable
 from typing import ClassVar, Protocol, runtime_checkable
 
@@ -48,14 +48,12 @@ class AgentContext:
     learner stacks into each observation. `max_slots`: env slots (rows of every per-env table).
     `schedule_frames`: the env frames the agent's schedules (learning rate, entropy, replay exponents)
     span: run_learner.schedule_frames, else the run's budget; never the stop itself.
-    `stop`: set when the learner stops; blocking calls return on it.
     `strategy`: the tf.distribute strategy to create variables under (only agents that
     declare `supports_strategy` get one with several replicas)."""
     spec: EnvSpec
     num_stacked_frames: int
     max_slots: int
     schedule_frames: int
-    stop: threading.Event
     strategy: tf.distribute.Strategy | None = None
 
     def distribution_strategy(self) -> tf.distribute.Strategy:

@@ -9,6 +9,7 @@ RateLimitedSampler, TransitionReplay) has one interface, `DataSource`, and its p
 `RateLimit`."""
 import dataclasses
 import threading
+import time
 from collections.abc import Callable
 from typing import Protocol
 
@@ -53,15 +54,27 @@ class RateLimit:
         return self.samples_per_insert is None or sampled + batch <= self.samples_per_insert * inserted
 
 
-def wait_for(condition: threading.Condition, ready: Callable[[], bool], stop: threading.Event,
-             poll_s: float = 0.1) -> bool:
-    """Waits, holding `condition`, until `ready()`; False if `stop` is set first. Producers and consumers
-    notify `condition`; whoever sets `stop` does not, so the wait wakes every `poll_s` to look at it."""
-    while not ready():
-        if stop.is_set():
-            return False
-        condition.wait(poll_s)
-    return True
+def deadline_after(timeout_s: float | None) -> float | None:
+    """The time.monotonic() at which a wait of `timeout_s` ends (None: never)."""
+    return None if timeout_s is None else time.monotonic() + timeout_s
+
+
+def wait_for(condition: threading.Condition, ready: Callable[[], bool], closed: Callable[[], bool],
+             deadline: float | None = None) -> bool:
+    """Waits, holding `condition`, until `ready()`. False once `closed()` (checked first: a closed
+    structure hands out nothing more) or at `deadline` (see deadline_after). Producers, consumers and
+    `close()` all notify `condition`, so the wait sleeps until one of them does."""
+    while not closed():
+        if ready():
+            return True
+        if deadline is None:
+            condition.wait()
+        else:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            condition.wait(remaining)
+    return False
 
 
 class LearnerStopped(Exception):
@@ -71,10 +84,11 @@ class LearnerStopped(Exception):
 
 class DataSource(Protocol):
     """Where the training loop takes its batches from (learner/training_loop.py); the progress line
-    and the checkpointer read it too."""
+    and the checkpointer read it too. The learner closes it when it stops."""
 
-    def next_batch(self, stop: threading.Event):
-        """The next batch, waiting as the source's RateLimit says; None once `stop` is set."""
+    def next_batch(self, timeout_s: float | None = None):
+        """The next batch, waiting as the source's RateLimit says; None once closed, or after
+        `timeout_s` without one."""
 
     def metrics(self) -> dict[str, float]:
         """Scalars (queue depth, replay fill, rates) for the progress record and TensorBoard."""
@@ -85,3 +99,7 @@ class DataSource(Protocol):
     def checkpoint_sidecars(self) -> dict[str, object]:
         """What is saved beside a checkpoint, by name (learner.data.saved_state.ArraySidecar objects);
         empty unless the source was asked to checkpoint its contents."""
+
+    def close(self) -> None:
+        """Wakes every wait on the source for good: batches come back None, and the adders' inserts
+        give up (LearnerStopped)."""

@@ -1,15 +1,14 @@
 """Adders: what turns the steps a policy acted on into an agent's training data, per env slot, and
 hands it to the agent's data source. The inference thread calls `add` once per batch of steps, right
 after the policy call, and `release` when an actor's envs leave; a data source that is full blocks
-`add` (back-pressure), and a stop while it waits raises LearnerStopped, which ends the batch.
+`add` (back-pressure), and closing the source (the learner stops) makes a waiting `add` raise
+LearnerStopped, which ends the batch.
 
 - `UnrollAdder`: unrolls of T steps plus the bootstrap step, onto a queue (V-trace, PPO).
 - `SequenceAdder`: overlapping sequences of frame positions into a sequence replay, each frame stored
   once (R2D2).
 - `TransitionAdder`: single transitions (x, a, r, x', terminated) into a transition replay (SAC).
 """
-import threading
-
 import numpy as np
 
 from learner.data import LearnerStopped
@@ -24,14 +23,13 @@ class UnrollAdder:
     """Each slot's steps as unrolls of `unroll_length` steps plus the one after the last (what the
     targets bootstrap from, which also begins the next unroll), put on `queue` when complete."""
 
-    def __init__(self, max_slots: int, unroll_length: int, fields: Fields, queue: UnrollQueue,
-                 stop: threading.Event):
+    def __init__(self, max_slots: int, unroll_length: int, fields: Fields, queue: UnrollQueue):
         self.store = UnrollStore(max_slots, unroll_length, fields)
-        self.queue, self._stop = queue, stop
+        self.queue = queue
 
     def add(self, slot_ids: np.ndarray, step: dict[str, np.ndarray]) -> None:
         complete = self.store.append(slot_ids, step)
-        if complete is not None and not self.queue.put(complete, self._stop):
+        if complete is not None and not self.queue.put(complete):
             raise LearnerStopped()
 
     def release(self, slot_ids: np.ndarray) -> None:
@@ -45,9 +43,9 @@ class SequenceAdder:
     while training lags the replay ratio by more than `max_lag_updates` batches (None: never)."""
 
     def __init__(self, max_slots: int, source: RateLimitedSampler, history: int, burn_in: int,
-                 state_size: int, stop: threading.Event, max_lag_updates: int | None):
+                 state_size: int, max_lag_updates: int | None):
         self.source, self.replay = source, source.replay
-        self._history, self._stop, self.max_lag_updates = history, stop, max_lag_updates
+        self._history, self.max_lag_updates = history, max_lag_updates
         overlap = history + burn_in + 1
         self.store = UnrollStore(max_slots, self.replay.sequence_steps - overlap, {
             "frame_pos": ((), "int64"), "first": ((), "bool"), "terminated": ((), "bool"),
@@ -57,7 +55,7 @@ class SequenceAdder:
 
     def add(self, slot_ids: np.ndarray, step: dict[str, np.ndarray], frames: np.ndarray) -> None:
         """`step` without its frames, which are `frames` (single, unstacked: [n, *frame])."""
-        if not self.source.wait_for_training(self._stop, self.max_lag_updates):
+        if not self.source.wait_for_training(self.max_lag_updates):
             raise LearnerStopped()
         complete = self.store.append(slot_ids, {**step, "frame_pos": self.replay.add_frames(frames)})
         if complete is not None:
@@ -74,10 +72,10 @@ class TransitionAdder:
     the next step's reward, observation and termination. A pair that starts at an episode's final
     observation spans a reset and is no transition."""
 
-    def __init__(self, max_slots: int, fields: Fields, replay: TransitionReplay, stop: threading.Event):
+    def __init__(self, max_slots: int, fields: Fields, replay: TransitionReplay):
         # Two consecutive steps of one env per record: a transition and the step it lands on.
         self.store = UnrollStore(max_slots, 1, fields)
-        self.replay, self._stop = replay, stop
+        self.replay = replay
 
     def add(self, slot_ids: np.ndarray, step: dict[str, np.ndarray]) -> None:
         """`step` holds observation, action, reward, terminated and truncated."""
@@ -88,7 +86,7 @@ class TransitionAdder:
         transitions = {"observation": pairs["observation"][real, 0], "action": pairs["action"][real, 0],
                        "reward": pairs["reward"][real, 1], "next_observation": pairs["observation"][real, 1],
                        "terminated": pairs["terminated"][real, 1]}
-        if not self.replay.insert(transitions, self._stop):
+        if not self.replay.insert(transitions):
             raise LearnerStopped()
 
     def release(self, slot_ids: np.ndarray) -> None:

@@ -131,16 +131,17 @@ class EliteSampler(Sampler):
                      generations[chosen], metrics={"distance": float(distances[chosen].mean()),
                                                    "candidate_distance": float(distances.mean()), "lambda": lam})
 
-    def draw(self, update: int, fresh: Unrolls, stop: threading.Event) -> Drawn | None:
+    def draw(self, update: int, fresh: Unrolls) -> Drawn | None:
+        """The next prepared choice; None once closed."""
         if not self.prefetch:
             return self.prepare(update)
         self._update = update
-        if self._thread is None or not self._thread.is_alive():  # first call, or a stop ended the last one
-            self._prepared = self._prepared or queue.Queue(self.prefetch)
-            self._thread = threading.Thread(target=self._prepare_ahead, args=(stop,), name="elite-candidates",
-                                            daemon=True)
+        if self._thread is None:  # the first call
+            self._prepared = queue.Queue(self.prefetch)
+            self._thread = threading.Thread(target=self._prepare_ahead, name="elite-candidates", daemon=True)
             self._thread.start()
-        while not stop.is_set():
+        # queue.Queue cannot be woken by close(): the wait looks at it ten times a second.
+        while not self._closed.is_set():
             if self._error is not None:
                 raise RuntimeError(f"elite sampling's candidate thread failed: {self._error}") from self._error
             try:
@@ -149,11 +150,11 @@ class EliteSampler(Sampler):
                 continue
         return None
 
-    def _prepare_ahead(self, stop: threading.Event) -> None:
+    def _prepare_ahead(self) -> None:
         try:
-            while not (stop.is_set() or self._closed.is_set()):
+            while not self._closed.is_set():
                 drawn = self.prepare(self._update)
-                while not (stop.is_set() or self._closed.is_set()):
+                while not self._closed.is_set():
                     try:
                         self._prepared.put(drawn, timeout=0.1)
                         break

@@ -4,7 +4,6 @@ by priority, or attentively (learner/data/elite.py holds elite sampling).
 A sampler draws the same number of unrolls every batch (its share of the batch). `draw` returns
 a `Drawn`: copies of the unrolls, the ring positions they came from, optional per-unroll loss
 weights, and scalars for the progress record."""
-import threading
 from typing import NamedTuple
 
 import gin
@@ -67,7 +66,7 @@ class UniformSampler(Sampler):
     def __init__(self, ring, count: int, rng: np.random.Generator):
         self.ring, self.count, self.rng = ring, count, rng
 
-    def draw(self, update: int, fresh: Unrolls, stop: threading.Event) -> Drawn:
+    def draw(self, update: int, fresh: Unrolls) -> Drawn:
         return drawn(self.ring, self.ring.uniform_positions(self.count, self.rng))
 
 
@@ -100,7 +99,7 @@ class PrioritisedSampler(Sampler):
     def feedback(self, positions: np.ndarray, errors: np.ndarray) -> None:
         self.priorities.update(positions, np.abs(errors) + self.min_priority)
 
-    def draw(self, update: int, fresh: Unrolls, stop: threading.Event) -> Drawn:
+    def draw(self, update: int, fresh: Unrolls) -> Drawn:
         # Leaves past the ring's size hold no unroll (priority 0); round-off could still reach the first.
         positions = np.minimum(self.priorities.sample(self.count, self.rng), len(self.ring) - 1)
         probabilities = self.priorities.probabilities(positions)
@@ -139,7 +138,7 @@ class AttentiveSampler(Sampler):
         self.ring, self.count, self.rng, self.total_updates = ring, count, rng, total_updates
         self.multiplier, self.annealing = lambda_batch_multiplier, alfa_annealing_factor
 
-    def draw(self, update: int, fresh: Unrolls, stop: threading.Event) -> Drawn:
+    def draw(self, update: int, fresh: Unrolls) -> Drawn:
         lam = annealed_multiplier(self.multiplier, update, self.total_updates, self.annealing)
         positions = self.ring.uniform_positions(int(np.ceil(lam * self.count)), self.rng, replace=False)
         distances = nearest_distances(mean_features(self.ring.gather(positions)), mean_features(fresh))

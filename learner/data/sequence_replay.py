@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from learner.data import RateLimit, wait_for
+from learner.data import RateLimit, deadline_after, wait_for
 from learner.data.saved_state import ArraySidecar
 from learner.data.sum_tree import Priorities
 
@@ -208,6 +208,7 @@ class RateLimitedSampler:
         self.replay, self.batch_size, self.rate, self.checkpoint = replay, batch_size, rate, checkpoint
         self.sampled = 0  # sequences handed out (the replay ratio counts them)
         self._inserted = threading.Condition()
+        self._closed = False
         self._counted_inserts = 0
         self._last_rates = (time.monotonic(), 0, 0)
 
@@ -230,18 +231,20 @@ class RateLimitedSampler:
             return 0.0
         return (self.rate.samples_per_insert * self.replay.num_inserted - self.sampled) / self.batch_size
 
-    def wait_for_training(self, stop: threading.Event, max_lag_updates: int | None) -> bool:
+    def wait_for_training(self, max_lag_updates: int | None) -> bool:
         """The other direction of the ratio, for the inference thread before it inserts: waits while
         training is more than `max_lag_updates` batches behind it (None: never), so a slow learner slows
-        the actors instead of training less per env step. False if `stop` was set while waiting."""
+        the actors instead of training less per env step. False once the source is closed."""
+        if self._closed:
+            return False
         if max_lag_updates is None or self.updates_owed() <= max_lag_updates:  # the usual case: no lock per step
             return True
         with self._inserted:
-            return wait_for(self._inserted, lambda: self.updates_owed() <= max_lag_updates, stop)
+            return wait_for(self._inserted, lambda: self.updates_owed() <= max_lag_updates, lambda: self._closed)
 
-    def next_batch(self, stop: threading.Event) -> SampledBatch | None:
+    def next_batch(self, timeout_s: float | None = None) -> SampledBatch | None:
         with self._inserted:
-            if not wait_for(self._inserted, self._ready, stop):
+            if not wait_for(self._inserted, self._ready, lambda: self._closed, deadline_after(timeout_s)):
                 return None
             self.sampled += self.batch_size
             self._inserted.notify_all()  # an insert waiting for training may go on
@@ -262,6 +265,11 @@ class RateLimitedSampler:
 
     def describe(self) -> str:
         return f"replay {self.replay.size}/{self.replay.capacity} sequences"
+
+    def close(self) -> None:
+        with self._inserted:
+            self._closed = True
+            self._inserted.notify_all()
 
     def checkpoint_sidecars(self) -> dict[str, object]:
         if not self.checkpoint:

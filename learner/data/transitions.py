@@ -8,7 +8,7 @@ import threading
 
 import numpy as np
 
-from learner.data import RateLimit, wait_for
+from learner.data import RateLimit, deadline_after, wait_for
 from learner.data.saved_state import ArraySidecar
 
 log = logging.getLogger(__name__)
@@ -31,6 +31,7 @@ class TransitionReplay:
         self._next = 0
         self._rng = np.random.default_rng(seed)
         self._cond = threading.Condition()
+        self._closed = False
 
     @property
     def nbytes(self) -> int:
@@ -45,12 +46,12 @@ class TransitionReplay:
         owed = self.rate.samples_per_insert * (self.num_inserted - self.inserted_at_fill + 1)
         return (owed - self.sampled) / self.batch_size
 
-    def insert(self, transitions: dict[str, np.ndarray], stop: threading.Event) -> bool:
+    def insert(self, transitions: dict[str, np.ndarray]) -> bool:
         """Adds transitions ([n, ...] fields); first waits while training lags the ratio by more than
-        `max_lag_updates` steps. Returns False if `stop` was set while waiting."""
+        `max_lag_updates` steps. Returns False once the replay is closed."""
         n = len(next(iter(transitions.values())))
         with self._cond:
-            if not wait_for(self._cond, lambda: self._updates_owed() <= self.max_lag_updates, stop):
+            if not wait_for(self._cond, lambda: self._updates_owed() <= self.max_lag_updates, lambda: self._closed):
                 return False
             positions = (self._next + np.arange(n)) % self.capacity
             for name, array in self._arrays.items():
@@ -69,10 +70,11 @@ class TransitionReplay:
             return False
         return self._updates_owed() >= 1.0 if self.rate.samples_per_insert is not None else True
 
-    def next_batch(self, stop: threading.Event) -> dict[str, np.ndarray] | None:
-        """`batch_size` transitions sampled uniformly once the RateLimit allows; None on stop."""
+    def next_batch(self, timeout_s: float | None = None) -> dict[str, np.ndarray] | None:
+        """`batch_size` transitions sampled uniformly once the RateLimit allows; None once closed or
+        after `timeout_s`."""
         with self._cond:
-            if not wait_for(self._cond, self._may_sample, stop):
+            if not wait_for(self._cond, self._may_sample, lambda: self._closed, deadline_after(timeout_s)):
                 return None
             indices = self._rng.integers(0, self.size, self.batch_size)
             self.sampled += self.batch_size
@@ -120,6 +122,11 @@ class TransitionReplay:
 
     def describe(self) -> str:
         return f"replay {self.size:,}/{self.capacity:,}"
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
 
     def checkpoint_sidecars(self) -> dict[str, object]:
         if not self.checkpoint:

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from learner.data import RateLimit, require_memory
+from learner.data import RateLimit, deadline_after, require_memory
 from learner.data.elite import EliteSampler
 from learner.data.replay_samplers import AttentiveSampler, PrioritisedSampler, UniformSampler
 from learner.data.saved_state import ArraySidecar
@@ -272,17 +272,18 @@ class UnrollMix:
             sampler.inserted(positions)
         return positions
 
-    def next_batch(self, stop: threading.Event) -> Unrolls | None:
+    def next_batch(self, timeout_s: float | None = None) -> Unrolls | None:
         if self._updates_done is not None:
             self.updates = max(self.updates, self._updates_done())
             self._updates_done = None
+        deadline = deadline_after(timeout_s)
         while self.ring is not None and not self.rate.filled(len(self.ring)):
-            filling = self.queue.get_batch(self.fresh_per_batch, stop)
+            filling = self.queue.get_batch(self.fresh_per_batch, deadline)
             if filling is None:
                 return None
             self._insert(filling)
             self._filled += self.fresh_per_batch  # counted with the first batch, also if this call stops
-        fresh = self.queue.get_batch(self.fresh_per_batch, stop)
+        fresh = self.queue.get_batch(self.fresh_per_batch, deadline)
         if fresh is None:
             return None
         n, steps = next(iter(fresh.values())).shape[:2]
@@ -291,8 +292,8 @@ class UnrollMix:
         metrics: dict[str, float] = {}
         keys = [np.full(n, -1, np.int64)]  # the fresh rows' keys once they are stored, below
         for kind, sampler in self.samplers.items():
-            drawn = sampler.draw(self.updates, fresh, stop)
-            if drawn is None:
+            drawn = sampler.draw(self.updates, fresh)
+            if drawn is None:  # closed while elite's candidates were prepared
                 return None
             keys.append(self.ring.keys(drawn.positions, drawn.generations))
             n = len(drawn.positions)
@@ -394,5 +395,6 @@ class UnrollMix:
         self.updates = int(arrays["mix_updates"])
 
     def close(self) -> None:
+        self.queue.close()
         for sampler in self.samplers.values():
             sampler.close()

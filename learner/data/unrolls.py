@@ -10,7 +10,7 @@ import threading
 
 import numpy as np
 
-from learner.data import wait_for
+from learner.data import deadline_after, wait_for
 
 Unrolls = dict[str, np.ndarray]  # name -> [n, T+1, ...]
 
@@ -61,26 +61,28 @@ class UnrollQueue:
         self.capacity = capacity
         self._groups = collections.deque()
         self._size = 0
+        self._closed = False
         self._cond = threading.Condition()
 
     def __len__(self) -> int:
         return self._size
 
-    def put(self, unrolls: Unrolls, stop: threading.Event) -> bool:
-        """Blocks while full; returns False if `stop` was set first."""
+    def put(self, unrolls: Unrolls) -> bool:
+        """Blocks while full; returns False once the queue is closed."""
         n = len(next(iter(unrolls.values())))
         with self._cond:
-            if not wait_for(self._cond, lambda: self._size < self.capacity, stop):
+            if not wait_for(self._cond, lambda: self._size < self.capacity, lambda: self._closed):
                 return False
             self._groups.append(unrolls)
             self._size += n
             self._cond.notify_all()
         return True
 
-    def get_batch(self, batch_size: int, stop: threading.Event) -> Unrolls | None:
-        """Waits for `batch_size` unrolls; returns them stacked [batch, T+1, ...], or None on stop."""
+    def get_batch(self, batch_size: int, deadline: float | None = None) -> Unrolls | None:
+        """Waits for `batch_size` unrolls; returns them stacked [batch, T+1, ...], or None once closed
+        or at `deadline` (time.monotonic(); None: no limit)."""
         with self._cond:
-            if not wait_for(self._cond, lambda: self._size >= batch_size, stop):
+            if not wait_for(self._cond, lambda: self._size >= batch_size, lambda: self._closed, deadline):
                 return None
             parts, needed = [], batch_size
             while needed:
@@ -96,6 +98,11 @@ class UnrollQueue:
             self._cond.notify_all()
         return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
 
 class FreshUnrolls:
     """The data source of on-policy agents (PPO): batches of `batch_size` fresh unrolls from the
@@ -104,8 +111,8 @@ class FreshUnrolls:
     def __init__(self, queue: UnrollQueue, batch_size: int):
         self.queue, self.batch_size = queue, batch_size
 
-    def next_batch(self, stop: threading.Event) -> Unrolls | None:
-        return self.queue.get_batch(self.batch_size, stop)
+    def next_batch(self, timeout_s: float | None = None) -> Unrolls | None:
+        return self.queue.get_batch(self.batch_size, deadline_after(timeout_s))
 
     def metrics(self) -> dict[str, float]:
         return {"unroll_queue/depth": len(self.queue)}
@@ -115,3 +122,6 @@ class FreshUnrolls:
 
     def checkpoint_sidecars(self) -> dict[str, object]:
         return {}
+
+    def close(self) -> None:
+        self.queue.close()

@@ -1,6 +1,5 @@
 """The per-step hot path does no Python work per env: counted, not timed."""
 import sys
-import threading
 
 import numpy as np
 import pytest
@@ -34,7 +33,7 @@ def test_python_calls_per_batch_do_not_grow_with_the_number_of_envs(agent_class)
     kwargs = {"unroll_length": 1000, "batch_size": 2}  # no unroll completes while counting
     if agent_class is R2D2Agent:
         kwargs.update(burn_in=2, replay_capacity_steps=20_000, num_eval_envs=0)
-    agent = agent_class(AgentContext(SPEC, 4, 128, 10 ** 6, threading.Event()), **kwargs)
+    agent = agent_class(AgentContext(SPEC, 4, 128, 10 ** 6), **kwargs)
     pipeline = InferencePipeline(agent, SPEC, max_slots=128, num_stacked_frames=4, reward_clipping="abs_one")
     rng = np.random.default_rng(0)
 

@@ -1,4 +1,3 @@
-import threading
 
 import numpy as np
 import pytest
@@ -22,7 +21,7 @@ def test_policy_is_traced_once_for_every_batch_size(agent_class):
     kwargs = {"unroll_length": 4, "batch_size": 2}
     if agent_class is R2D2Agent:
         kwargs.update(burn_in=2, replay_capacity_steps=400, min_replay_sequences=1)
-    agent = agent_class(AgentContext(SPEC, 1, 16, 1000, threading.Event()), **kwargs)
+    agent = agent_class(AgentContext(SPEC, 1, 16, 1000), **kwargs)
     pipeline = InferencePipeline(agent, SPEC, max_slots=16, num_stacked_frames=1, reward_clipping="none")
     for n in (1, 3, 8, 5, 16):
         actions = pipeline(np.arange(n), steps(n))
@@ -31,7 +30,7 @@ def test_policy_is_traced_once_for_every_batch_size(agent_class):
 
 
 def test_finished_episodes_are_reported_with_their_slot_and_evaluation_flag():
-    agent = R2D2Agent(AgentContext(SPEC, 1, 8, 1000, threading.Event()),
+    agent = R2D2Agent(AgentContext(SPEC, 1, 8, 1000),
                       unroll_length=4, burn_in=2, replay_capacity_steps=400, num_eval_envs=1)
     pipeline = InferencePipeline(agent, SPEC, max_slots=8, num_stacked_frames=1, reward_clipping="none")
     ids = np.array([0, 5])

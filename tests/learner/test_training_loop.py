@@ -15,7 +15,7 @@ class ScriptedAgent:
         self.applied = list(applied)
         self.data = self
 
-    def next_batch(self, stop):
+    def next_batch(self, timeout_s=None):
         return {} if self.applied else None
 
     def update(self, batch):
@@ -47,9 +47,9 @@ def test_too_many_non_finite_updates_in_a_row_stop_training_with_a_clear_error(t
 class SlowAgent(ScriptedAgent):
     """Batches that take 20 ms to come and updates that take 60 ms."""
 
-    def next_batch(self, stop):
+    def next_batch(self, timeout_s=None):
         time.sleep(0.02)
-        return super().next_batch(stop)
+        return super().next_batch(timeout_s)
 
     def update(self, batch):
         time.sleep(0.06)

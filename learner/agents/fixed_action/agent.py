@@ -11,11 +11,17 @@ from seed.specs import EnvSpec
 
 
 class NoData:
-    """A data source that never has a batch: the training loop waits for the stop."""
+    """A data source that never has a batch: the training loop waits until the learner closes it."""
 
-    def next_batch(self, stop: threading.Event):
-        stop.wait()
+    def __init__(self):
+        self._closed = threading.Event()
+
+    def next_batch(self, timeout_s: float | None = None):
+        self._closed.wait(timeout_s)
         return None
+
+    def close(self) -> None:
+        self._closed.set()
 
     def metrics(self) -> dict[str, float]:
         return {}

@@ -96,7 +96,7 @@ class PPOAgent:
             "behaviour_logits": ((action.param_size,), "float32"), "value": ((), "float32"),
             "core_state": ((self.network.state_size,), "float32"),
         }
-        self.adder = UnrollAdder(context.max_slots, unroll_length, fields, self.data.queue, context.stop)
+        self.adder = UnrollAdder(context.max_slots, unroll_length, fields, self.data.queue)
         self.state_size = self.network.state_size
         self._normalizer = self.network.observation_normalizer
 

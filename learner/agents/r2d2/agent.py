@@ -121,8 +121,7 @@ class R2D2Agent:
         if max_lag_updates is not None and max_lag_updates < 1:  # below one batch, both sides would wait for ever
             raise ValueError(f"R2D2Agent.max_lag_updates={max_lag_updates} must be at least 1 "
                              "(None: inserts never wait)")
-        self.adder = SequenceAdder(max_slots, self.data, history, burn_in, self.network.state_size, context.stop,
-                                   max_lag_updates)
+        self.adder = SequenceAdder(max_slots, self.data, history, burn_in, self.network.state_size, max_lag_updates)
         self.epsilons = exploration_epsilons(max_slots, num_eval_envs, eval_epsilon, epsilon_base, epsilon_alpha)
         self.evaluation_slots = np.arange(max_slots) < num_eval_envs
         training = self.epsilons[~self.evaluation_slots]

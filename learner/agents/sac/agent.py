@@ -76,7 +76,7 @@ class SACAgent:
         log.info("SAC replay: %d transitions, %.1f MB", replay_capacity, self.data.nbytes / 1e6)
         self.adder = TransitionAdder(context.max_slots, {
             "observation": (shape, spec.observation_dtype), "action": ((size,), "float32"),
-            "reward": ((), "float32"), "terminated": ((), "bool"), "truncated": ((), "bool")}, self.data, context.stop)
+            "reward": ((), "float32"), "terminated": ((), "bool"), "truncated": ((), "bool")}, self.data)
         self.min_replay_size = min_replay_size
         self._rng = np.random.default_rng(numpy_seed())
         distribution = self.trainer.distribution

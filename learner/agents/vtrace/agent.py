@@ -100,7 +100,7 @@ class VTraceAgent:
         if self._stores_features:
             fields["features"] = ((self._feature_size(spec),), "float32")
         queue = UnrollQueue(unroll_queue_capacity)
-        self.adder = UnrollAdder(context.max_slots, unroll_length, fields, queue, context.stop)
+        self.adder = UnrollAdder(context.max_slots, unroll_length, fields, queue)
         # The optimizer's steps say how many updates a run resumed without its replay made.
         self.data = UnrollMix(queue, sources, batch_size, replay_capacity, min_replay_unrolls,
                               seed=numpy_seed(), encode=self._encode,

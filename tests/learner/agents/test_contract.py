@@ -2,6 +2,7 @@
 learner drives it: acting through the inference pipeline, batches and updates as the training
 loop takes them, a non-finite update skipped, a checkpoint round trip, one policy trace."""
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -30,11 +31,11 @@ TRAINING = sorted(name for name in AGENTS if name != "FixedActionAgent")
 CONTINUOUS_AGENTS = sorted(name for name, cls in AGENTS.items() if "continuous" in cls.action_kinds)
 
 
-def make(name, stop=None, spec=None, **settings):
+def make(name, spec=None, **settings):
     """The agent with SMALL's settings (and `settings` over them) and an inference pipeline to drive it."""
     assert name in SMALL, f"add small test settings for {name} to SMALL"
     spec = spec or (SPEC if "discrete" in AGENTS[name].action_kinds else CONTINUOUS)
-    agent = AGENTS[name](AgentContext(spec, 1, 8, 10 ** 6, stop or threading.Event()), **{**SMALL[name], **settings})
+    agent = AGENTS[name](AgentContext(spec, 1, 8, 10 ** 6), **{**SMALL[name], **settings})
     return agent, InferencePipeline(agent, spec, max_slots=8, num_stacked_frames=1, reward_clipping="none")
 
 
@@ -52,16 +53,11 @@ def play(pipeline, rng, steps, num_envs=4, reward=None):
 
 def first_batch(agent, pipeline, rng, reward=None):
     """Plays until the agent's data source hands out a batch (bounded)."""
-    stop = threading.Event()
     for _ in range(50):
         play(pipeline, rng, 8, reward=reward)
-        timer = threading.Timer(0.2, stop.set)  # next_batch waits for data: give up on this round
-        timer.start()
-        batch = agent.data.next_batch(stop)
-        timer.cancel()
+        batch = agent.data.next_batch(timeout_s=0.2)  # it waits for data: give up on this round
         if batch is not None:
             return batch
-        stop.clear()
     raise AssertionError("no batch after 400 steps on 4 envs")
 
 
@@ -81,11 +77,17 @@ def test_every_agent_declares_the_contract_and_acts_on_a_batch(name):
     assert (policy is None) == (agent.optimizer is None)  # what has weights can be evaluated
 
 
-def test_an_agent_that_never_trains_hands_out_no_batch_once_stopped():
-    stop = threading.Event()
-    agent, _ = make("FixedActionAgent", stop)
-    stop.set()
-    assert agent.data.next_batch(stop) is None
+@pytest.mark.parametrize("name", sorted(AGENTS))
+def test_closing_an_agent_s_data_source_wakes_a_waiting_training_thread_for_good(name):
+    agent, _ = make(name)
+    batches = []
+    waiting = threading.Thread(target=lambda: batches.append(agent.data.next_batch()), daemon=True)
+    waiting.start()  # no data: it waits
+    agent.data.close()
+    waiting.join(10)
+    assert not waiting.is_alive() and batches == [None]
+    started = time.monotonic()
+    assert agent.data.next_batch(timeout_s=30) is None and time.monotonic() - started < 5  # closed: no wait
 
 
 @pytest.mark.parametrize("name", TRAINING)

@@ -1,6 +1,5 @@
 """The replay sources of a V-trace mix: prioritised, elite and attentive sampling, and mixes of
 all of them, on crafted unrolls whose right answer is known."""
-import threading
 
 import numpy as np
 import pytest
@@ -79,24 +78,22 @@ def test_elite_sampling_replays_the_unrolls_the_policy_has_drifted_from_least(pr
     ring = ring_of(8, np.random.default_rng(1).normal(size=(8, F)))
     sampler = EliteSampler(ring, 3, np.random.default_rng(0), drift_encoder, total_updates=1000,
                            lambda_batch_multiplier=8 / 3, prefetch=prefetch)  # 8 candidates: all of them
-    stop = threading.Event()
     try:
-        drawn = sampler.draw(0, {}, stop)
+        drawn = sampler.draw(0, {})
         assert sorted(drawn.unrolls["id"][:, 0]) == [0, 1, 2] and sorted(drawn.positions) == [0, 1, 2]
         # ln_norm of a shift of id/2 in each of F features: id/2 * sqrt(F), averaged over the three.
         assert drawn.metrics["distance"] == pytest.approx(np.mean([0, 0.5, 1.0]) * np.sqrt(F), rel=1e-5)
         assert drawn.metrics["lambda"] == pytest.approx(8 / 3)
         for _ in range(3):  # prepared ahead or not, every batch makes the same choice here
-            assert sorted(sampler.draw(1, {}, stop).positions) == [0, 1, 2]
+            assert sorted(sampler.draw(1, {}).positions) == [0, 1, 2]
         if not prefetch:  # (prepared batches would still hold the choice made before the counts changed)
             # Sampled counts steer the least-sampled strategies: 0-2 taken, then 3-5 come first.
             ring.mark_sampled(np.array([0, 1, 2]), ring.generation[[0, 1, 2]])
             sampler.strategy = "lowest_least_sampled"
-            assert sorted(sampler.draw(2, {}, stop).unrolls["id"][:, 0]) == [3, 4, 5]
+            assert sorted(sampler.draw(2, {}).unrolls["id"][:, 0]) == [3, 4, 5]
     finally:
-        stop.set()
         sampler.close()
-    assert sampler._thread is None or not sampler._thread.is_alive(), "the candidate thread outlived its stop"
+    assert sampler._thread is None or not sampler._thread.is_alive(), "the candidate thread outlived its close"
 
 
 def test_a_choice_made_ahead_does_not_count_towards_the_unroll_that_replaced_it():
@@ -125,12 +122,10 @@ def test_a_failing_candidate_thread_is_raised_on_the_training_thread():
         raise FloatingPointError("encoder broke")
 
     sampler = EliteSampler(ring_of(4), 2, np.random.default_rng(0), broken, 10, prefetch=1)
-    stop = threading.Event()
     try:
         with pytest.raises(RuntimeError, match="candidate thread failed: encoder broke"):
-            sampler.draw(0, {}, stop)
+            sampler.draw(0, {})
     finally:
-        stop.set()
         sampler.close()
 
 
@@ -143,7 +138,7 @@ def test_attentive_sampling_prefers_the_stored_states_nearest_the_ones_visited_n
     sampler = AttentiveSampler(ring_of(8, features), 3, np.random.default_rng(0), total_updates=100,
                                lambda_batch_multiplier=8 / 3)
     fresh = unrolls([100, 101], [[0, 0, 0, 0], [10, 0, 0, 0]])
-    drawn = sampler.draw(0, fresh, threading.Event())
+    drawn = sampler.draw(0, fresh)
     assert sorted(drawn.unrolls["id"][:, 0]) == [0, 1, 2]
     assert drawn.metrics["distance"] == pytest.approx(1.0)
 
@@ -154,7 +149,7 @@ def test_prioritised_sampling_follows_the_errors_and_weights_the_loss_by_them():
                                  importance_exponent=1.0, min_priority=1e-9)
     sampler.inserted(np.arange(4))
     sampler.feedback(np.arange(4), np.array([1.0, 1.0, 2.0, 4.0]))
-    drawn = sampler.draw(0, {}, threading.Event())
+    drawn = sampler.draw(0, {})
     shares = np.bincount(drawn.positions, minlength=4) / 1000
     np.testing.assert_allclose(shares, [1 / 8, 1 / 8, 2 / 8, 4 / 8], atol=0.01)
     # (N P)^-1 scaled to a largest weight of 1: the rarest unrolls weigh 1, the most frequent 1/4.
@@ -170,7 +165,7 @@ def test_prioritised_sampling_follows_the_errors_and_weights_the_loss_by_them():
 
 def queue_of(n):
     queue = UnrollQueue(1000)
-    assert queue.put(unrolls(np.arange(n), np.random.default_rng(2).normal(size=(n, F))), threading.Event())
+    assert queue.put(unrolls(np.arange(n), np.random.default_rng(2).normal(size=(n, F))))
     return queue
 
 
@@ -189,9 +184,8 @@ def test_a_mix_draws_every_source_in_its_ratio(batch_size, sources, counts):
                     encode=identity_encoder, total_fresh_unrolls=1000)
     assert list(mix.counts.values()) == counts == list(split_counts(batch_size, list(sources.values())))
     assert all(abs(c - sources[k] * batch_size) < 1 for k, c in mix.counts.items())
-    stop = threading.Event()
     for i in range(5):
-        batch = mix.next_batch(stop)
+        batch = mix.next_batch()
         got = np.bincount(batch["source"][:, 0], minlength=len(SOURCE_KINDS))
         assert [got[SOURCE_KINDS.index(k)] for k in sources] == counts
         first_replays = [mix.metrics()[f"data/{k}_first_replays"] for k in sources if k != "queue"]
@@ -210,8 +204,7 @@ def test_a_mix_that_cannot_choose_among_enough_stored_unrolls_is_refused():
 def test_prioritised_feedback_reaches_the_unrolls_of_the_last_batch():
     mix = UnrollMix(queue_of(100), {"queue": 0.5, "prioritised": 0.5}, 4, replay_capacity=16, min_replay_unrolls=4,
                     seed=0)
-    stop = threading.Event()
-    keys = mix.next_batch(stop)["key"]
+    keys = mix.next_batch()["key"]
     fresh, drawn = keys[:2] % 16, keys[2:] % 16  # 2 fresh rows, then the 2 prioritised ones
     mix.feedback(keys, np.array([0.5, 1.5, 7.0, 9.0]))
     tree, alpha = mix.samplers["prioritised"].priorities.tree, mix.samplers["prioritised"].priorities.exponent
@@ -223,9 +216,8 @@ def test_prioritised_feedback_skips_a_drawn_unroll_whose_place_the_fresh_ones_to
     # A full ring of 4: each batch's 2 fresh unrolls overwrite the 2 oldest, which it may have drawn.
     mix = UnrollMix(queue_of(100), {"queue": 0.5, "prioritised": 0.5}, 4, replay_capacity=4, min_replay_unrolls=4,
                     seed=0)
-    stop = threading.Event()
     for _ in range(20):
-        keys = mix.next_batch(stop)["key"]
+        keys = mix.next_batch()["key"]
         fresh, drawn = keys[:2] % 4, keys[2:] % 4
         mix.feedback(keys, np.array([1.0, 2.0, 50.0, 60.0]))
         tree, alpha = mix.samplers["prioritised"].priorities.tree, mix.samplers["prioritised"].priorities.exponent
@@ -239,9 +231,8 @@ def test_late_feedback_reaches_only_the_unrolls_its_keys_still_name():
     later batch overwrote some of the unrolls leave those places' new unrolls alone."""
     mix = UnrollMix(queue_of(100), {"queue": 0.5, "prioritised": 0.5}, 4, replay_capacity=4, min_replay_unrolls=4,
                     seed=0)
-    stop = threading.Event()
-    first = mix.next_batch(stop)["key"]
-    second = mix.next_batch(stop)["key"]  # its 2 fresh unrolls overwrite 2 of the ring's 4 places
+    first = mix.next_batch()["key"]
+    second = mix.next_batch()["key"]  # its 2 fresh unrolls overwrite 2 of the ring's 4 places
     tree, alpha = mix.samplers["prioritised"].priorities.tree, mix.samplers["prioritised"].priorities.exponent
     overwritten = set((second[:2] % 4).tolist())
     before = tree.get(np.arange(4)).copy()
@@ -257,13 +248,13 @@ def test_late_feedback_reaches_only_the_unrolls_its_keys_still_name():
 def test_prioritised_sampling_resumed_from_a_ring_saved_without_it_starts_every_unroll_equal():
     sampler = PrioritisedSampler(ring_of(4), 100, np.random.default_rng(0))
     sampler.load_state({})
-    assert len(set(sampler.draw(0, {}, threading.Event()).positions)) == 4
+    assert len(set(sampler.draw(0, {}).positions)) == 4
 
 
 def test_prioritised_feedback_reaches_unrolls_the_other_sources_replayed():
     mix = UnrollMix(queue_of(100), {"queue": 0.25, "uniform": 0.5, "prioritised": 0.25}, 4, replay_capacity=16,
                     min_replay_unrolls=4, seed=0)
-    keys = mix.next_batch(threading.Event())["key"]
+    keys = mix.next_batch()["key"]
     uniform, fresh = keys[1:3] % 16, keys[:1] % 16
     errors = np.array([0.5, 3.0, 5.0, 7.0])  # 1 fresh row, 2 uniform ones, 1 prioritised
     mix.feedback(keys, errors)
@@ -280,7 +271,7 @@ def test_prioritised_sampling_never_lands_past_the_stored_unrolls():
     sampler = PrioritisedSampler(ring, 3, np.random.default_rng(0))
     sampler.inserted(np.arange(2))
     sampler.priorities.tree.sample = lambda n, rng: np.array([0, 1, 7])  # round-off's worst case: the far right leaf
-    drawn = sampler.draw(0, {}, threading.Event())
+    drawn = sampler.draw(0, {})
     assert list(drawn.positions) == [0, 1, 1] and np.isfinite(drawn.weights).all()
 
 
@@ -299,5 +290,5 @@ def test_a_ring_saved_before_its_first_unroll_resumes_empty():
     saved, resumed = mix(), mix()
     resumed.load_state(saved.state(), fields={"id": ((T + 1,), "int32"), "features": ((T + 1, F), "float32")})
     assert len(resumed.ring) == 0
-    batch = resumed.next_batch(threading.Event())  # fills and trains as a fresh run does
+    batch = resumed.next_batch()  # fills and trains as a fresh run does
     assert len(batch["id"]) == 4 and len(resumed.ring) == 6

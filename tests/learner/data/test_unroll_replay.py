@@ -50,7 +50,7 @@ def make_store(max_slots=8):
 
 def fill_queue(queue, groups):
     for group in groups:
-        assert queue.put(group, threading.Event())
+        assert queue.put(group)
 
 
 def test_a_mix_fills_its_replay_first_then_draws_its_sources_in_the_configured_ratio():
@@ -58,8 +58,7 @@ def test_a_mix_fills_its_replay_first_then_draws_its_sources_in_the_configured_r
     fill_queue(queue, slot_steps(make_store(), np.arange(8), 41))  # 10 unrolls per slot
     mix = UnrollMix(queue, {"queue": 0.25, "uniform": 0.75}, batch_size=8, replay_capacity=64,
                     min_replay_unrolls=8, seed=0)
-    stop = threading.Event()
-    first = mix.next_batch(stop)
+    first = mix.next_batch()
     # Four takes of 2 fill the replay to 8, then the batch takes 2 fresh and samples 6.
     assert mix.last_fresh == 8 + 2 and mix.shares == {"queue": 0.25, "uniform": 0.75}
     assert first["t"].shape == (8, T + 1) and len(mix.ring) == 10
@@ -67,7 +66,7 @@ def test_a_mix_fills_its_replay_first_then_draws_its_sources_in_the_configured_r
     np.testing.assert_array_equal(first["source"][:, 0], [0] * 2 + [SOURCE_KINDS.index("uniform")] * 6)
     assert (first["source"] == first["source"][:, :1]).all() and (first["sample_weight"] == 1).all()
     for _ in range(5):
-        batch = mix.next_batch(stop)
+        batch = mix.next_batch()
         assert mix.last_fresh == 2 and mix.shares == {"queue": 0.25, "uniform": 0.75}
         assert batch["t"].shape == (8, T + 1)
     assert len(mix.ring) == 10 + 5 * 2
@@ -83,9 +82,8 @@ def test_replayed_unrolls_are_whole_unrolls_of_one_slot_with_the_logits_they_wer
     mix = UnrollMix(queue, {"queue": 0.5, "uniform": 0.5}, batch_size=2, replay_capacity=100,
                     min_replay_unrolls=1, seed=1)
     replayed = []
-    stop = threading.Event()
     for _ in range(5):
-        batch = mix.next_batch(stop)
+        batch = mix.next_batch()
         replayed += [{k: v[i] for k, v in batch.items()} for i in range(1, 2)]  # fresh first, then replayed
     for unroll in replayed:
         assert len(set(unroll["slot"])) == 1, "a replayed unroll spans two slots"
@@ -112,8 +110,13 @@ def test_the_ring_evicts_its_oldest_unrolls_and_reports_their_age():
     assert len(ring.uniform_positions(50, rng, replace=False)) == 3  # distinct: no more than it holds
 
 
-def test_a_stopped_mix_returns_none_while_waiting_for_fresh_unrolls():
+def test_a_mix_waiting_for_fresh_unrolls_returns_none_after_its_timeout_and_once_closed():
     mix = UnrollMix(UnrollQueue(4), {"queue": 1.0}, batch_size=2, replay_capacity=4, min_replay_unrolls=1)
-    stop = threading.Event()
-    stop.set()
-    assert mix.next_batch(stop) is None
+    assert mix.next_batch(timeout_s=0.05) is None
+    batches = []
+    waiting = threading.Thread(target=lambda: batches.append(mix.next_batch()), daemon=True)
+    waiting.start()
+    mix.close()
+    waiting.join(10)
+    assert batches == [None]
+    assert not mix.queue.put({"t": np.zeros((1, T + 1))})  # inference gives up too

@@ -1,4 +1,5 @@
 import threading
+import time
 
 import numpy as np
 
@@ -39,34 +40,41 @@ def group(values):
 
 def test_queue_batches_across_groups_in_order():
     q = UnrollQueue(capacity=10)
-    stop = threading.Event()
-    q.put(group([1, 2, 3]), stop)
-    q.put(group([4, 5]), stop)
-    np.testing.assert_array_equal(q.get_batch(4, stop)["t"], [1, 2, 3, 4])
+    q.put(group([1, 2, 3]))
+    q.put(group([4, 5]))
+    np.testing.assert_array_equal(q.get_batch(4)["t"], [1, 2, 3, 4])
     assert len(q) == 1
-    np.testing.assert_array_equal(q.get_batch(1, stop)["t"], [5])
+    np.testing.assert_array_equal(q.get_batch(1)["t"], [5])
 
 
 def test_full_queue_blocks_the_producer_until_training_takes_a_batch():
     q = UnrollQueue(capacity=2)
-    stop = threading.Event()
-    q.put(group([1, 2]), stop)
+    q.put(group([1, 2]))
     done = threading.Event()
-    producer = threading.Thread(target=lambda: (q.put(group([3]), stop), done.set()))
+    producer = threading.Thread(target=lambda: (q.put(group([3])), done.set()))
     producer.start()
     assert not done.wait(0.3)  # back-pressure: inference waits for training
-    q.get_batch(2, stop)
+    q.get_batch(2)
     assert done.wait(5)
     producer.join()
 
 
-def test_stop_releases_a_blocked_producer_and_consumer():
+def test_closing_releases_a_blocked_producer_and_consumer_for_good():
     q = UnrollQueue(capacity=1)
-    stop = threading.Event()
-    q.put(group([1]), stop)
-    stop.set()
-    assert q.put(group([2]), stop) is False
-    assert q.get_batch(5, stop) is None
+    q.put(group([1]))
+    results = []
+    producer = threading.Thread(target=lambda: results.append(q.put(group([2]))))  # full: it waits
+    producer.start()
+    q.close()
+    producer.join(10)
+    assert results == [False]
+    assert q.get_batch(1) is None  # an unroll is there, but a closed queue hands out nothing
+    assert q.get_batch(5, deadline=None) is None
+
+
+def test_a_consumer_waits_until_its_deadline():
+    q = UnrollQueue(capacity=4)
+    assert q.get_batch(1, deadline=time.monotonic() + 0.05) is None
 
 
 def test_overlapping_sequences_for_burn_in_start_after_history_rows():

@@ -1,4 +1,3 @@
-import threading
 
 import numpy as np
 import pytest
@@ -23,7 +22,7 @@ def test_evaluation_envs_must_leave_slots_that_train():
     spec = EnvSpec((4,), "float32", 2)
     with pytest.raises(ValueError,
                        match=r"R2D2Agent.num_eval_envs \(4\) must be below run_learner.max_env_slots \(4\)"):
-        R2D2Agent(AgentContext(spec, 1, 4, 1000, threading.Event()),
+        R2D2Agent(AgentContext(spec, 1, 4, 1000),
                   num_eval_envs=4)
 
 
@@ -31,7 +30,7 @@ def test_replay_that_cannot_fit_in_memory_is_refused_at_start():
     spec = EnvSpec((84, 84), "uint8", 6, 4)
     with pytest.raises(ValueError, match=r"needs [\d.]+ GiB but only [\d.]+ GiB is available; lower "
                                          r"R2D2Agent.replay_capacity_steps"):
-        R2D2Agent(AgentContext(spec, 4, 4, 1000, threading.Event()),
+        R2D2Agent(AgentContext(spec, 4, 4, 1000),
                   replay_capacity_steps=10 ** 9)
 
 
@@ -47,7 +46,7 @@ def test_a_skipped_update_leaves_the_priorities_as_they_were():
 
 
 def test_the_learning_rate_schedule_spans_the_run_at_the_replay_ratio():
-    agent = R2D2Agent(AgentContext(EnvSpec((4,), "float32", 2, 4), 1, 4, 1_000_000, threading.Event()),
+    agent = R2D2Agent(AgentContext(EnvSpec((4,), "float32", 2, 4), 1, 4, 1_000_000),
                       unroll_length=10, burn_in=2, batch_size=8, replay_ratio=2.0, replay_capacity_steps=400,
                       num_eval_envs=0)
     from learner.optimizers import current_learning_rate

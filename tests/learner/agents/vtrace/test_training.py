@@ -86,34 +86,31 @@ def test_normalized_advantages_make_the_policy_term_independent_of_the_reward_sc
 
 
 def test_epochs_and_minibatches_take_that_many_gradient_steps_on_whole_unrolls_and_count_frames_once():
-    import threading
 
     from learner.agents import AgentContext, VTraceAgent
     from seed.specs import EnvSpec
 
     spec = EnvSpec((4,), "float32", 2, 1)
-    agent = VTraceAgent(AgentContext(spec, 1, 4, 10 ** 6, threading.Event()), unroll_length=5, batch_size=4,
+    agent = VTraceAgent(AgentContext(spec, 1, 4, 10 ** 6), unroll_length=5, batch_size=4,
                         epochs=3, minibatches=2)
     rng = np.random.default_rng(2)
-    stop = threading.Event()
-    assert agent.data.queue.put(random_unrolls(rng, 4, 5, (4, 1), "float32", 2, 0), stop)
+    assert agent.data.queue.put(random_unrolls(rng, 4, 5, (4, 1), "float32", 2, 0))
     seen = []
     update = agent.trainer.update
     agent.trainer.update = lambda batch: seen.append(batch["reward"].shape) or update(batch)
-    metrics, frames = agent.update(agent.data.next_batch(stop))
+    metrics, frames = agent.update(agent.data.next_batch())
     assert seen == [(2, 6)] * 6  # 3 epochs x 2 minibatches of 2 whole unrolls (T+1 = 6 steps)
     assert int(agent.optimizer.iterations.numpy()) == 6
     assert frames == 4 * 5 and metrics["update_applied"] and np.isfinite(metrics["loss/total"])
 
 
 def test_batch_that_does_not_split_into_minibatches_is_refused_with_the_fix():
-    import threading
 
     from learner.agents import AgentContext, VTraceAgent
     from seed.specs import EnvSpec
 
     with pytest.raises(ValueError, match="batch_size=6 does not split into minibatches=4.*multiple of minibatches"):
-        VTraceAgent(AgentContext(EnvSpec((4,), "float32", 2, 1), 1, 4, 10 ** 6, threading.Event()), batch_size=6,
+        VTraceAgent(AgentContext(EnvSpec((4,), "float32", 2, 1), 1, 4, 10 ** 6), batch_size=6,
                     minibatches=4)
 
 
@@ -132,22 +129,21 @@ def test_clipped_surrogate_loss_trains():
 
 def test_vtrace_replay_mix_is_saved_and_restored_with_checkpoint_replay(tmp_path):
     """A resumed run with replay checkpointing sees the same ring, sample counts and priorities."""
-    import threading
 
     from learner.agents import AgentContext, VTraceAgent
     from seed.specs import EnvSpec
 
     def agent():
-        return VTraceAgent(AgentContext(EnvSpec((4,), "float32", 2, 1), 1, 4, 10 ** 6, threading.Event()),
+        return VTraceAgent(AgentContext(EnvSpec((4,), "float32", 2, 1), 1, 4, 10 ** 6),
                            unroll_length=5, batch_size=4,
                            sources={"queue": 0.5, "uniform": 0.25, "prioritised": 0.25}, replay_capacity=8,
                            min_replay_unrolls=4, checkpoint_replay=True)
 
-    saved, stop, rng = agent(), threading.Event(), np.random.default_rng(3)
+    saved, rng = agent(), np.random.default_rng(3)
     for _ in range(5):
-        assert saved.data.queue.put(random_unrolls(rng, 2, 5, (4, 1), "float32", 2, 0), stop)
+        assert saved.data.queue.put(random_unrolls(rng, 2, 5, (4, 1), "float32", 2, 0))
     for _ in range(3):
-        saved.update(saved.data.next_batch(stop))  # the updates give the prioritised unrolls their errors
+        saved.update(saved.data.next_batch())  # the updates give the prioritised unrolls their errors
     (name, sidecar), = saved.data.checkpoint_sidecars().items()
     # 8 unrolls x 6 steps x (observation 4 floats, reward, 3 flags, 2 actions, 2 logits, value; no core state)
     assert name == "replay" and sidecar.state_nbytes == 8 * 6 * (16 + 4 + 3 + 8 + 8 + 4)
@@ -163,13 +159,13 @@ def test_vtrace_replay_mix_is_saved_and_restored_with_checkpoint_replay(tmp_path
     assert before.keys() == after.keys()
     for name, value in before.items():
         np.testing.assert_array_equal(after[name], value, err_msg=name)
-    other = VTraceAgent(AgentContext(EnvSpec((4,), "float32", 2, 1), 1, 4, 10 ** 6, threading.Event()),
+    other = VTraceAgent(AgentContext(EnvSpec((4,), "float32", 2, 1), 1, 4, 10 ** 6),
                         unroll_length=5, batch_size=4, sources={"queue": 0.5, "attentive": 0.5}, replay_capacity=8,
                         min_replay_unrolls=4, checkpoint_replay=True)
     with pytest.raises(ValueError, match="saved replay stores other fields than this run's .*features.*the sources or "
                                          "replay_features changed"):
         other.data.checkpoint_sidecars()["replay"].load_state(str(tmp_path / "replay.npz"))
-    plain = VTraceAgent(AgentContext(EnvSpec((4,), "float32", 2, 1), 1, 4, 10 ** 6, threading.Event()),
+    plain = VTraceAgent(AgentContext(EnvSpec((4,), "float32", 2, 1), 1, 4, 10 ** 6),
                         checkpoint_replay=True)
     assert plain.data.checkpoint_sidecars() == {}  # fresh unrolls only: nothing to save
 
@@ -228,7 +224,6 @@ def test_the_acting_call_stores_the_features_the_policy_would_encode_and_an_elit
     """Through the inference pipeline: each stored step's features are the ones the same weights give
     when elite sampling re-encodes the unroll (so before any update every distance is zero), and a
     batch of all five sources trains."""
-    import threading
 
     from learner.agents import AgentContext, VTraceAgent
     from learner.inference import InferencePipeline
@@ -236,7 +231,7 @@ def test_the_acting_call_stores_the_features_the_policy_would_encode_and_an_elit
     from tests.learner.agents.test_contract import first_batch
 
     spec = EnvSpec((4,), "float32", 3)
-    agent = VTraceAgent(AgentContext(spec, 1, 8, 10 ** 6, threading.Event()), unroll_length=4, batch_size=5,
+    agent = VTraceAgent(AgentContext(spec, 1, 8, 10 ** 6), unroll_length=4, batch_size=5,
                         unroll_queue_capacity=400, replay_capacity=16, min_replay_unrolls=4, replay_features=features,
                         sources={"queue": 0.2, "uniform": 0.2, "prioritised": 0.2, "elite": 0.2, "attentive": 0.2})
     pipeline = InferencePipeline(agent, spec, max_slots=8, num_stacked_frames=1, reward_clipping="none")
@@ -255,19 +250,18 @@ def test_the_acting_call_stores_the_features_the_policy_would_encode_and_an_elit
 
 
 def test_the_progress_line_describes_each_replay_source():
-    import threading
 
     from learner.agents import AgentContext, VTraceAgent
     from seed.specs import EnvSpec
 
-    agent = VTraceAgent(AgentContext(EnvSpec((4,), "float32", 2, 1), 1, 4, 10 ** 6, threading.Event()),
+    agent = VTraceAgent(AgentContext(EnvSpec((4,), "float32", 2, 1), 1, 4, 10 ** 6),
                         unroll_length=5, batch_size=4, sources={"queue": 0.5, "uniform": 0.25, "prioritised": 0.25},
                         replay_capacity=8, min_replay_unrolls=4)
     assert agent.data.describe() == "queue 0/64 | replay 0/8 | uniform 0.25 | prioritised 0.25"
-    stop, rng = threading.Event(), np.random.default_rng(3)
+    rng = np.random.default_rng(3)
     for _ in range(4):
-        assert agent.data.queue.put(random_unrolls(rng, 2, 5, (4, 1), "float32", 2, 0), stop)
-    agent.update(agent.data.next_batch(stop))
+        assert agent.data.queue.put(random_unrolls(rng, 2, 5, (4, 1), "float32", 2, 0))
+    agent.update(agent.data.next_batch())
     line = agent.data.describe()
     assert (line.startswith("queue 2/64 | replay 6/8 | uniform 0.25 age 0 rho ")
             and "| prioritised 0.25 age 0 rho " in line)
@@ -319,19 +313,18 @@ def test_each_source_reports_its_own_kl_and_clipped_share_against_numpy():
 def test_a_mix_resumed_without_its_replay_counts_updates_from_the_restored_optimizer():
     """Elite and attentive candidate multipliers anneal by the mix's update count, which a resume without
     checkpoint_replay would otherwise restart at 0."""
-    import threading
 
     from learner.agents import AgentContext, VTraceAgent
     from seed.specs import EnvSpec
 
-    agent = VTraceAgent(AgentContext(EnvSpec((4,), "float32", 2, 1), 1, 4, 10 ** 6, threading.Event()),
+    agent = VTraceAgent(AgentContext(EnvSpec((4,), "float32", 2, 1), 1, 4, 10 ** 6),
                         unroll_length=5, batch_size=4, epochs=2, minibatches=2,
                         sources={"queue": 0.5, "uniform": 0.5}, replay_capacity=8, min_replay_unrolls=4)
     agent.optimizer.iterations.assign(2 * 2 * 30)  # as a checkpoint of 30 updates restores it
-    stop, rng = threading.Event(), np.random.default_rng(3)
+    rng = np.random.default_rng(3)
     for _ in range(4):
-        assert agent.data.queue.put(random_unrolls(rng, 2, 5, (4, 1), "float32", 2, 0), stop)
-    agent.update(agent.data.next_batch(stop))
+        assert agent.data.queue.put(random_unrolls(rng, 2, 5, (4, 1), "float32", 2, 0))
+    agent.update(agent.data.next_batch())
     assert agent.data.updates == 31
     assert agent.data.metrics()["data/uniform_age_updates"] == 0.0  # the refilled ring's unrolls came in at 30
 
