@@ -77,6 +77,24 @@ def wait_for(condition: threading.Condition, ready: Callable[[], bool], closed: 
     return False
 
 
+class Closable:
+    """A blocking structure whose waits sleep on its condition `_cond` until they can go on or it is
+    closed: `close()` wakes them all, for good (the learner closes its data source when it stops)."""
+
+    def __init__(self):
+        self._cond = threading.Condition()
+        self._closed = False
+
+    def _wait(self, ready: Callable[[], bool], deadline: float | None = None) -> bool:
+        """Holding `_cond`: waits until `ready()`; False once closed or at `deadline`."""
+        return wait_for(self._cond, ready, lambda: self._closed, deadline)
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+
 class LearnerStopped(Exception):
     """The learner is shutting down: a producer waiting on a data structure gives up, and no more
     actions will come."""

@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from learner.data import RateLimit, deadline_after, wait_for
+from learner.data import Closable, RateLimit, deadline_after
 from learner.data.saved_state import ArraySidecar
 from learner.data.sum_tree import Priorities
 
@@ -198,23 +198,22 @@ class SequenceReplay:
             self.priorities.update(indices, np.maximum(priorities, 1e-6), where=current)
 
 
-class RateLimitedSampler:
+class RateLimitedSampler(Closable):
     """The data source of R2D2: batches from a SequenceReplay, as its RateLimit allows: it waits for
     the minimum fill and for inserts to keep the replay ratio (both counted in sequences). The
     inference thread calls `inserted()` after each insert to wake it. With `checkpoint` the replay
     and the ratio's counter are saved beside every checkpoint."""
 
     def __init__(self, replay: SequenceReplay, batch_size: int, rate: RateLimit, checkpoint: bool = False):
+        super().__init__()
         self.replay, self.batch_size, self.rate, self.checkpoint = replay, batch_size, rate, checkpoint
         self.sampled = 0  # sequences handed out (the replay ratio counts them)
-        self._inserted = threading.Condition()
-        self._closed = False
         self._counted_inserts = 0
         self._last_rates = (time.monotonic(), 0, 0)
 
     def inserted(self) -> None:
-        with self._inserted:
-            self._inserted.notify_all()
+        with self._cond:
+            self._cond.notify_all()
 
     def take_inserted(self) -> int:
         """Sequences inserted since the last call (a restored replay's are not new)."""
@@ -239,15 +238,15 @@ class RateLimitedSampler:
             return False
         if max_lag_updates is None or self.updates_owed() <= max_lag_updates:  # the usual case: no lock per step
             return True
-        with self._inserted:
-            return wait_for(self._inserted, lambda: self.updates_owed() <= max_lag_updates, lambda: self._closed)
+        with self._cond:
+            return self._wait(lambda: self.updates_owed() <= max_lag_updates)
 
     def next_batch(self, timeout_s: float | None = None) -> SampledBatch | None:
-        with self._inserted:
-            if not wait_for(self._inserted, self._ready, lambda: self._closed, deadline_after(timeout_s)):
+        with self._cond:
+            if not self._wait(self._ready, deadline_after(timeout_s)):
                 return None
             self.sampled += self.batch_size
-            self._inserted.notify_all()  # an insert waiting for training may go on
+            self._cond.notify_all()  # an insert waiting for training may go on
         return self.replay.sample(self.batch_size)
 
     def metrics(self) -> dict[str, float]:
@@ -265,11 +264,6 @@ class RateLimitedSampler:
 
     def describe(self) -> str:
         return f"replay {self.replay.size}/{self.replay.capacity} sequences"
-
-    def close(self) -> None:
-        with self._inserted:
-            self._closed = True
-            self._inserted.notify_all()
 
     def checkpoint_sidecars(self) -> dict[str, object]:
         if not self.checkpoint:

@@ -8,18 +8,19 @@ import threading
 
 import numpy as np
 
-from learner.data import RateLimit, deadline_after, wait_for
+from learner.data import Closable, RateLimit, deadline_after
 from learner.data.saved_state import ArraySidecar
 
 log = logging.getLogger(__name__)
 
 
-class TransitionReplay:
+class TransitionReplay(Closable):
     """A FIFO ring of `capacity` transitions, sampled uniformly: SAC's data source. `fields` maps
     name -> (shape, dtype). With `checkpoint` the ring is saved beside every checkpoint."""
 
     def __init__(self, capacity: int, fields: dict[str, tuple[tuple[int, ...], str]], batch_size: int,
                  rate: RateLimit, max_lag_updates: int, seed: int | None = None, checkpoint: bool = False):
+        super().__init__()
         self.capacity, self.batch_size, self.rate, self.max_lag_updates = capacity, batch_size, rate, max_lag_updates
         self.checkpoint = checkpoint
         self._counted_inserts = 0
@@ -30,8 +31,6 @@ class TransitionReplay:
         self.sampled = 0  # transitions handed out
         self._next = 0
         self._rng = np.random.default_rng(seed)
-        self._cond = threading.Condition()
-        self._closed = False
 
     @property
     def nbytes(self) -> int:
@@ -51,7 +50,7 @@ class TransitionReplay:
         `max_lag_updates` steps. Returns False once the replay is closed."""
         n = len(next(iter(transitions.values())))
         with self._cond:
-            if not wait_for(self._cond, lambda: self._updates_owed() <= self.max_lag_updates, lambda: self._closed):
+            if not self._wait(lambda: self._updates_owed() <= self.max_lag_updates):
                 return False
             positions = (self._next + np.arange(n)) % self.capacity
             for name, array in self._arrays.items():
@@ -74,7 +73,7 @@ class TransitionReplay:
         """`batch_size` transitions sampled uniformly once the RateLimit allows; None once closed or
         after `timeout_s`."""
         with self._cond:
-            if not wait_for(self._cond, self._may_sample, lambda: self._closed, deadline_after(timeout_s)):
+            if not self._wait(self._may_sample, deadline_after(timeout_s)):
                 return None
             indices = self._rng.integers(0, self.size, self.batch_size)
             self.sampled += self.batch_size
@@ -122,11 +121,6 @@ class TransitionReplay:
 
     def describe(self) -> str:
         return f"replay {self.size:,}/{self.capacity:,}"
-
-    def close(self) -> None:
-        with self._cond:
-            self._closed = True
-            self._cond.notify_all()
 
     def checkpoint_sidecars(self) -> dict[str, object]:
         if not self.checkpoint:

@@ -6,11 +6,10 @@ begin the next one; with overlap 1 consecutive unrolls share one step and no
 transition is lost. All updates are index-array operations over the batch's slots.
 """
 import collections
-import threading
 
 import numpy as np
 
-from learner.data import deadline_after, wait_for
+from learner.data import Closable, deadline_after
 
 Unrolls = dict[str, np.ndarray]  # name -> [n, T+1, ...]
 
@@ -52,17 +51,16 @@ class UnrollStore:
         self._num_steps[slot_ids] = self.fresh_start
 
 
-class UnrollQueue:
+class UnrollQueue(Closable):
     """Bounded FIFO of unrolls. `put` blocks while full: that back-pressure keeps
     inference (and so the actors) at most `capacity` unrolls ahead of training,
     which bounds the policy lag."""
 
     def __init__(self, capacity: int):
+        super().__init__()
         self.capacity = capacity
         self._groups = collections.deque()
         self._size = 0
-        self._closed = False
-        self._cond = threading.Condition()
 
     def __len__(self) -> int:
         return self._size
@@ -71,7 +69,7 @@ class UnrollQueue:
         """Blocks while full; returns False once the queue is closed."""
         n = len(next(iter(unrolls.values())))
         with self._cond:
-            if not wait_for(self._cond, lambda: self._size < self.capacity, lambda: self._closed):
+            if not self._wait(lambda: self._size < self.capacity):
                 return False
             self._groups.append(unrolls)
             self._size += n
@@ -82,7 +80,7 @@ class UnrollQueue:
         """Waits for `batch_size` unrolls; returns them stacked [batch, T+1, ...], or None once closed
         or at `deadline` (time.monotonic(); None: no limit)."""
         with self._cond:
-            if not wait_for(self._cond, lambda: self._size >= batch_size, lambda: self._closed, deadline):
+            if not self._wait(lambda: self._size >= batch_size, deadline):
                 return None
             parts, needed = [], batch_size
             while needed:
@@ -97,11 +95,6 @@ class UnrollQueue:
             self._size -= batch_size
             self._cond.notify_all()
         return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
-
-    def close(self) -> None:
-        with self._cond:
-            self._closed = True
-            self._cond.notify_all()
 
 
 class FreshUnrolls:
