@@ -4,10 +4,10 @@
 
 Prints one JSON object per line: raw env stepping through the actor's own
 vectorised env path, policy inference per batch size (the whole inference path
-and, within it, the network call; the rest per env is the path's overhead), one V-trace training
-step at the configured batch x unroll, and the bound 1 / sum(1 / throughput)
-that the three imply when they share the machine (as docs/architecture.md
-computes it).
+and, within it, the network call; the rest per env is the path's overhead), the
+bytes one stored unroll costs a replay, one V-trace training step at the
+configured batch x unroll, and the bound 1 / sum(1 / throughput) that the three
+speeds imply when they share the machine (as docs/architecture.md computes it).
 No test asserts these numbers.
 """
 import argparse
@@ -102,11 +102,12 @@ def drain_completed_unrolls(agent) -> None:
 
 
 def training_batch(agent, pipeline, spec, rng):
-    """One batch of unrolls at the configured batch x unroll, assembled by the inference path."""
+    """One batch of unrolls at the configured batch x unroll, assembled by the inference path and
+    formed by the agent's data source (its observations stacked there)."""
     ids, steps = random_steps(spec, agent.batch_size, rng)
     while len(agent.data.queue) < agent.batch_size:
         pipeline(ids, steps)
-    return agent.data.queue.get_batch(agent.batch_size)
+    return agent.data.next_batch()
 
 
 def main() -> int:
@@ -149,6 +150,9 @@ def main() -> int:
         emit(component="inference", batch=batch, observations_per_s=inference[batch], path_ms_per_batch=path_ms,
              policy_call_ms_per_batch=policy_ms, outside_policy_us_per_env=1000 * (path_ms - policy_ms) / batch)
 
+    # What one stored unroll costs a replay of this config (the queue's unrolls are the same).
+    emit(component="replay_memory", unroll_bytes=agent.data.unroll_nbytes,
+         unrolls_per_gib=2 ** 30 / agent.data.unroll_nbytes)
     batch = training_batch(agent, pipeline, spec, rng)
     training = agent.frames_per_update / spec.frames_per_step * timed(lambda: agent.update(batch), args.seconds, 2)
     emit(component="training_step", batch_size=agent.batch_size, agent_steps_per_s=training)

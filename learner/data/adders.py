@@ -4,7 +4,8 @@ after the policy call, and `release` when an actor's envs leave; a data source t
 `add` (back-pressure), and closing the source (the learner stops) makes a waiting `add` raise
 LearnerStopped, which ends the batch.
 
-- `UnrollAdder`: unrolls of T steps plus the bootstrap step, onto a queue (V-trace, PPO).
+- `UnrollAdder`: unrolls of T steps plus the bootstrap step, onto a queue (V-trace, PPO), each frame
+  stored once.
 - `SequenceAdder`: overlapping sequences of frame positions into a sequence replay, each frame stored
   once (R2D2).
 - `TransitionAdder`: single transitions (x, a, r, x', terminated) into a transition replay (SAC).
@@ -12,6 +13,7 @@ LearnerStopped, which ends the batch.
 import numpy as np
 
 from learner.data import LearnerStopped
+from learner.data.frames import HISTORY, history_before_last
 from learner.data.sequence_replay import RateLimitedSampler
 from learner.data.transitions import TransitionReplay
 from learner.data.unrolls import UnrollQueue, UnrollStore
@@ -21,15 +23,39 @@ Fields = dict[str, tuple[tuple[int, ...], str]]  # name -> (per-step shape, dtyp
 
 class UnrollAdder:
     """Each slot's steps as unrolls of `unroll_length` steps plus the one after the last (what the
-    targets bootstrap from, which also begins the next unroll), put on `queue` when complete."""
+    targets bootstrap from, which also begins the next unroll), put on `queue` when complete.
 
-    def __init__(self, max_slots: int, unroll_length: int, fields: Fields, queue: UnrollQueue):
+    `fields` name each step's fields (name -> per-step shape, dtype) with `observation` as one frame
+    (the spec's observation shape), the env's own, as the step brought it: an unroll keeps single
+    frames, [T+1, *frame], and the k-1 frames before its first step (`history`,
+    learner/data/frames.py), and the data source stacks them when it forms a batch."""
+
+    def __init__(self, max_slots: int, unroll_length: int, fields: Fields, queue: UnrollQueue,
+                 num_stacked_frames: int = 1):
         self.store = UnrollStore(max_slots, unroll_length, fields)
         self.queue = queue
+        frame_shape, dtype = fields["observation"]
+        self._history_length = num_stacked_frames - 1
+        # Per slot, the history of the unroll it is filling.
+        self._history = np.zeros((max_slots, self._history_length, *frame_shape), dtype)
+        self.unroll_fields: Fields = {name: ((unroll_length + 1, *shape), str(np.dtype(dtype)))
+                                      for name, (shape, dtype) in fields.items()}
+        if self._history_length:
+            self.unroll_fields[HISTORY] = ((self._history_length, *frame_shape), str(np.dtype(dtype)))
 
     def add(self, slot_ids: np.ndarray, step: dict[str, np.ndarray]) -> None:
+        if self._history_length:
+            # A fresh slot's first step starts an episode: nothing before it is in its stack.
+            self._history[slot_ids[self.store.positions(slot_ids) == 0]] = 0
         complete = self.store.append(slot_ids, step)
-        if complete is not None and not self.queue.put(complete):
+        if complete is None:
+            return
+        if self._history_length:
+            done = self.store.completed_slots
+            complete[HISTORY] = self._history[done]
+            # The next unroll begins with this one's last step, and with that step's history.
+            self._history[done] = history_before_last(complete[HISTORY], complete["observation"], complete["first"])
+        if not self.queue.put(complete):
             raise LearnerStopped()
 
     def release(self, slot_ids: np.ndarray) -> None:

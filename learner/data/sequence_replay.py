@@ -1,6 +1,6 @@
 """Prioritised sequence replay for R2D2, with every frame stored once.
 
-Single frames live in one ring (`FrameRing`); a stored sequence keeps, per
+Single frames live in one ring (learner/data/frames.py's `FrameRing`); a stored sequence keeps, per
 step, the ring position of that step's frame and a few scalars, and rebuilds
 the stacked observations when sampled. Consecutive sequences of a slot overlap
 by their burn-in, but only their positions are repeated, never the frames.
@@ -14,6 +14,7 @@ from typing import NamedTuple
 import numpy as np
 
 from learner.data import Closable, RateLimit, deadline_after
+from learner.data.frames import FrameRing, stack_frames
 from learner.data.saved_state import ArraySidecar
 from learner.data.sum_tree import Priorities
 
@@ -22,20 +23,6 @@ log = logging.getLogger(__name__)
 # Per-step scalars a sequence keeps besides its frame positions.
 STEP_FIELDS = {"first": "bool", "terminated": "bool", "truncated": "bool", "reward": "float32",
                "action": "int32", "prev_action": "int32"}
-
-
-class FrameRing:
-    def __init__(self, capacity: int, frame_shape: tuple[int, ...], dtype: str):
-        self.capacity = capacity
-        self.frames = np.zeros((capacity, *frame_shape), dtype)
-        self.written = 0  # frames ever written; absolute position p lives at p % capacity
-
-    def add(self, frames: np.ndarray) -> np.ndarray:
-        """Stores frames; returns their absolute positions."""
-        positions = self.written + np.arange(len(frames))
-        self.frames[positions % self.capacity] = frames
-        self.written += len(frames)
-        return positions
 
 
 class SampledBatch(NamedTuple):
@@ -168,25 +155,12 @@ class SequenceReplay:
             weights = (self.size * np.maximum(probabilities, 1e-12)) ** -self.beta
             sequences = {k: v[indices] for k, v in self.steps.items()}
             sequences["core_state"] = self.core_state[indices]
-            frames = self.ring.frames[self.frame_pos[indices] % self.ring.capacity]
-        sequences["observation"] = self._stack(frames, sequences["first"])
+            frames = self.ring.gather(self.frame_pos[indices])
+        sequences["observation"] = stack_frames(frames, sequences["first"], self.num_stacked_frames)
         k = self.num_stacked_frames - 1
         for name in STEP_FIELDS:
             sequences[name] = sequences[name][:, k:]
         return SampledBatch(self.keys[indices], indices, (weights / weights.max()).astype(np.float32), sequences)
-
-    def _stack(self, frames: np.ndarray, first: np.ndarray) -> np.ndarray:
-        """[B, S, *frame] -> [B, S-K+1, *frame, K], zero before each step's episode start."""
-        k = self.num_stacked_frames
-        steps = frames.shape[1] - k + 1
-        episode = np.cumsum(first, axis=1)  # a frame belongs to step j's stack iff no episode start in between
-        stacked = np.zeros((frames.shape[0], steps, *frames.shape[2:], k), frames.dtype)
-        for m in range(k):  # m-th newest frame; K is a handful
-            source = frames[:, k - 1 - m:k - 1 - m + steps]
-            same_episode = episode[:, k - 1 - m:k - 1 - m + steps] == episode[:, k - 1:]
-            mask = same_episode.reshape(same_episode.shape + (1,) * (frames.ndim - 2))
-            stacked[..., k - 1 - m] = source * mask
-        return stacked
 
     def update_priorities(self, keys: np.ndarray, priorities: np.ndarray) -> None:
         """Priorities for the sequences `keys` name (SampledBatch.keys); one that was overwritten or evicted

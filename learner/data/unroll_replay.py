@@ -9,7 +9,8 @@ would encode most like the behaviour policy did: the least off-policy) and `atte
 unrolls whose states are nearest the states the policy visits now); learner/data/
 replay_samplers.py and learner/data/elite.py hold the samplers.
 
-A replayed unroll keeps the behaviour logits it was acted with: V-trace's importance weights
+Stored unrolls hold single frames (learner/data/frames.py); a batch's observations are stacked
+once, when it is formed. A replayed unroll keeps the behaviour logits it was acted with: V-trace's importance weights
 then correct for how far the learner's policy has moved since. Unrolls are stored whole,
 exactly as the unroll store cut them, so one never spans two slots and its episode starts and
 ends sit where they were. Every batch row carries its source (an index into SOURCE_KINDS) and
@@ -197,8 +198,8 @@ class UnrollMix:
     count as consumed with that batch. `last_fresh` is the number of fresh unrolls the last batch
     consumed: the environment frames it stands for.
 
-    `encode(unrolls) -> [n, T+1, F]` is the current policy's state features of stored unrolls
-    (elite sampling's re-encoding); `total_fresh_unrolls` is the run's length in fresh unrolls (the
+    `encode(unrolls) -> [n, T+1, F]` is the current policy's state features of unrolls as a batch
+    holds them (elite sampling's re-encoding of stored ones); `total_fresh_unrolls` is the run's length in fresh unrolls (the
     candidate multipliers anneal over its updates); `features` says what those features are
     ('core' or 'policy_logits': only logits make elite's 'kl_div' meaningful).
 
@@ -207,13 +208,15 @@ class UnrollMix:
     the ring, its samplers' state and the update count are saved beside every checkpoint.
     `updates_done()`, asked once before the first batch, is how many updates a resumed run made: without
     its saved ring the mix would count from 0 again and anneal elite's and attentive's candidate
-    multipliers afresh."""
+    multipliers afresh. `form(unrolls)` makes the training batch of the unrolls drawn, once per batch
+    (the agents' learner.data.frames.stack_unrolls, which stacks their single frames; None: as stored)."""
 
     def __init__(self, queue: UnrollQueue, sources: dict[str, float], batch_size: int, replay_capacity: int,
                  min_replay_unrolls: int, seed: int | None = None, name: str = "VTraceAgent",
                  encode: Callable[[Unrolls], np.ndarray] | None = None, total_fresh_unrolls: int = 1,
                  features: str = "core", fields: dict[str, tuple[tuple[int, ...], str]] | None = None,
-                 checkpoint: bool = False, updates_done: Callable[[], int] | None = None):
+                 checkpoint: bool = False, updates_done: Callable[[], int] | None = None,
+                 form: Callable[[Unrolls], Unrolls] | None = None):
         sources = check_sources(sources, f"{name}.sources")
         self.counts = dict(zip(sources, (int(c) for c in split_counts(batch_size, list(sources.values())))))
         self.fresh_per_batch = self.counts["queue"]
@@ -243,7 +246,10 @@ class UnrollMix:
         self.ring = UnrollRing(replay_capacity, seed) if replay_kinds else None
         rng = np.random.default_rng(seed)
         total_updates = max(1, total_fresh_unrolls // self.fresh_per_batch)
-        self.samplers = {k: build_sampler(k, self.ring, self.counts[k], rng, encode, total_updates, features)
+        self._form = form or (lambda unrolls: unrolls)
+        # Elite sampling encodes stored unrolls as a batch would hold them.
+        encode_stored = None if encode is None else lambda unrolls: encode(self._form(unrolls))
+        self.samplers = {k: build_sampler(k, self.ring, self.counts[k], rng, encode_stored, total_updates, features)
                          for k in replay_kinds}
         # Fresh unrolls pace the mix (the queue's back-pressure); the replays only need their fill.
         self.rate = RateLimit(min_size=min_replay_unrolls)
@@ -313,7 +319,8 @@ class UnrollMix:
         self.updates += 1
         self.last_fresh, self._filled = self._filled + self.fresh_per_batch, 0
         self._metrics = metrics
-        batch = {k: np.concatenate([p[k] for p in parts]) if len(parts) > 1 else parts[0][k] for k in parts[0]}
+        batch = self._form({k: np.concatenate([p[k] for p in parts]) if len(parts) > 1 else parts[0][k]
+                            for k in parts[0]})
         batch["key"] = np.concatenate(keys)  # [B], per unroll (-1: not stored)
         return batch
 

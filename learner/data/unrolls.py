@@ -6,6 +6,7 @@ begin the next one; with overlap 1 consecutive unrolls share one step and no
 transition is lost. All updates are index-array operations over the batch's slots.
 """
 import collections
+from collections.abc import Callable
 
 import numpy as np
 
@@ -28,6 +29,11 @@ class UnrollStore:
         self._buffers = {name: np.zeros((max_slots, unroll_length + overlap, *shape), dtype)
                          for name, (shape, dtype) in fields.items()}
         self._num_steps = np.full(max_slots, fresh_start, np.int64)
+        self.completed_slots = np.zeros(0, np.int64)  # the slots of the unrolls the last append returned
+
+    def positions(self, slot_ids: np.ndarray) -> np.ndarray:
+        """The rows each slot's unroll has filled."""
+        return self._num_steps[slot_ids]
 
     def append(self, slot_ids: np.ndarray, step: dict[str, np.ndarray]) -> Unrolls | None:
         """Adds one step per slot; returns the unrolls that became complete, if any."""
@@ -40,7 +46,7 @@ class UnrollStore:
         self._num_steps[slot_ids] = positions
         if not complete.any():
             return None
-        done_slots = slot_ids[complete]
+        done_slots = self.completed_slots = slot_ids[complete]
         unrolls = {name: buffer[done_slots] for name, buffer in self._buffers.items()}
         for buffer in self._buffers.values():
             buffer[done_slots, :self.overlap] = buffer[done_slots, -self.overlap:]
@@ -99,13 +105,16 @@ class UnrollQueue(Closable):
 
 class FreshUnrolls:
     """The data source of on-policy agents (PPO): batches of `batch_size` fresh unrolls from the
-    queue, each used once; nothing to checkpoint (a resumed run collects afresh)."""
+    queue, each used once, formed by `form` (as UnrollMix's); nothing to checkpoint (a resumed run
+    collects afresh)."""
 
-    def __init__(self, queue: UnrollQueue, batch_size: int):
+    def __init__(self, queue: UnrollQueue, batch_size: int, form: Callable[[Unrolls], Unrolls] | None = None):
         self.queue, self.batch_size = queue, batch_size
+        self._form = form or (lambda unrolls: unrolls)
 
     def next_batch(self, timeout_s: float | None = None) -> Unrolls | None:
-        return self.queue.get_batch(self.batch_size, deadline_after(timeout_s))
+        batch = self.queue.get_batch(self.batch_size, deadline_after(timeout_s))
+        return None if batch is None else self._form(batch)
 
     def metrics(self) -> dict[str, float]:
         return {"unroll_queue/depth": len(self.queue)}

@@ -17,6 +17,7 @@ from learner.agents.base import (
 from learner.agents.minibatches import PER_UNROLL_VALUES, train_in_minibatches
 from learner.agents.ppo.training import PPOTrainer
 from learner.data.adders import UnrollAdder
+from learner.data.frames import stack_unrolls
 from learner.data.unrolls import FreshUnrolls, UnrollQueue
 from learner.distributions import for_action_spec
 from learner.networks import ActorCriticNetwork, ContinuousActorCriticNetwork, EnvOutput
@@ -69,7 +70,7 @@ class PPOAgent:
                              f"batch_size={batch_size} unrolls; make it at least batch_size")
         spec = context.spec
         self.distribution = for_action_spec(spec.action, squash_actions)
-        self.data = FreshUnrolls(UnrollQueue(unroll_queue_capacity), batch_size)
+        self.data = FreshUnrolls(UnrollQueue(unroll_queue_capacity), batch_size, form=stack_unrolls)
         self.batch_size, self.epochs, self.minibatches = batch_size, epochs, minibatches
         self.recompute_advantages = recompute_advantages
         self.frames_per_update = batch_size * unroll_length * spec.frames_per_step
@@ -89,14 +90,15 @@ class PPOAgent:
         self._shuffle = np.random.default_rng(numpy_seed())
         action = self.distribution
         fields = {
-            "observation": (self.network.observation_shape, spec.observation_dtype),
+            "observation": (spec.observation_shape, spec.observation_dtype),
             "reward": ((), "float32"), "first": ((), "bool"), "terminated": ((), "bool"), "truncated": ((), "bool"),
             "prev_action": (spec.action.wire_shape, spec.action.wire_dtype),
             "action": (action.action_shape, action.action_dtype.name),
             "behaviour_logits": ((action.param_size,), "float32"), "value": ((), "float32"),
             "core_state": ((self.network.state_size,), "float32"),
         }
-        self.adder = UnrollAdder(context.max_slots, unroll_length, fields, self.data.queue)
+        self.adder = UnrollAdder(context.max_slots, unroll_length, fields, self.data.queue,
+                                 context.num_stacked_frames)
         self.state_size = self.network.state_size
         self._normalizer = self.network.observation_normalizer
 
@@ -136,7 +138,7 @@ class PPOAgent:
         actions, env_actions, params, values, new_state = (x.numpy() for x in self.policy(
             inputs.prev_action, EnvOutput(reward, inputs.first, inputs.observation), inputs.core_state))
         self.adder.add(slot_ids, {
-            "observation": inputs.observation, "reward": reward, "first": inputs.first,
+            "observation": steps.observations, "reward": reward, "first": inputs.first,
             "terminated": steps.terminated, "truncated": steps.truncated, "prev_action": inputs.prev_action,
             "action": actions, "behaviour_logits": params, "value": values, "core_state": inputs.core_state})
         return env_actions, new_state

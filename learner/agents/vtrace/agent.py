@@ -10,6 +10,7 @@ from learner.agents.base import AgentContext, EvaluationPolicy, batched_policy, 
 from learner.agents.minibatches import PER_UNROLL_ERRORS
 from learner.agents.vtrace.training import VTraceLoss, VTraceTrainer
 from learner.data.adders import UnrollAdder
+from learner.data.frames import stack_unrolls
 from learner.data.unroll_replay import FEATURE_KINDS, SOURCE_KINDS, UnrollMix
 from learner.data.unrolls import UnrollQueue
 from learner.networks import ActorCriticNetwork, EnvOutput
@@ -42,7 +43,7 @@ class VTraceAgent:
             PrioritisedSampler), 'elite' (the least off-policy, EliteSampler) and 'attentive' (nearest
             the states visited now, AttentiveSampler) (None: `{'queue': 1.0}`, fresh unrolls only).
             `{'queue': 0.5, 'uniform': 0.5}` trains every environment step about twice.
-        `replay_capacity`: unrolls the shared ring holds, the oldest overwritten (1024; about 0.6 MB each on
+        `replay_capacity`: unrolls the shared ring holds, the oldest overwritten (1024; about 0.17 MB each on
             Atari, plus 43 kB with elite or attentive sources); unused without a replay source. Its size is
             logged at start and refused above 80 % of the available memory.
         `min_replay_unrolls`: unrolls the ring holds before training starts (64); at most `replay_capacity`,
@@ -91,7 +92,7 @@ class VTraceAgent:
         sources = sources or {"queue": 1.0}
         self._stores_features = any(kind in FEATURE_KINDS for kind in sources)
         fields = {
-            "observation": (self.network.observation_shape, spec.observation_dtype),
+            "observation": (spec.observation_shape, spec.observation_dtype),
             "reward": ((), "float32"), "first": ((), "bool"), "terminated": ((), "bool"),
             "truncated": ((), "bool"), "prev_action": ((), "int32"), "action": ((), "int32"),
             "behaviour_logits": ((spec.num_actions,), "float32"), "behaviour_value": ((), "float32"),
@@ -100,14 +101,13 @@ class VTraceAgent:
         if self._stores_features:
             fields["features"] = ((self._feature_size(spec),), "float32")
         queue = UnrollQueue(unroll_queue_capacity)
-        self.adder = UnrollAdder(context.max_slots, unroll_length, fields, queue)
+        self.adder = UnrollAdder(context.max_slots, unroll_length, fields, queue, context.num_stacked_frames)
         # The optimizer's steps say how many updates a run resumed without its replay made.
         self.data = UnrollMix(queue, sources, batch_size, replay_capacity, min_replay_unrolls,
                               seed=numpy_seed(), encode=self._encode,
                               total_fresh_unrolls=context.schedule_frames // self.frames_per_unroll,
-                              features=replay_features, checkpoint=checkpoint_replay,
-                              fields={name: ((unroll_length + 1, *shape), str(np.dtype(dtype)))
-                                      for name, (shape, dtype) in fields.items()},
+                              features=replay_features, checkpoint=checkpoint_replay, fields=self.adder.unroll_fields,
+                              form=stack_unrolls,
                               updates_done=lambda: int(self.optimizer.iterations.numpy()) // (epochs * minibatches))
         # The fresh frames of a mixed batch (the learning-rate schedule and benchmarks count by it).
         self.frames_per_update = self.data.fresh_per_batch * self.frames_per_unroll
@@ -159,7 +159,7 @@ class VTraceAgent:
         return int(outputs.features.shape[-1])
 
     def _encode(self, unrolls) -> np.ndarray:
-        """The current policy's features [n, T+1, F] of stored unrolls (elite sampling)."""
+        """The current policy's features [n, T+1, F] of unrolls as a batch holds them (elite sampling)."""
         major = {k: np.swapaxes(unrolls[k], 0, 1) for k in ("prev_action", "reward", "first", "observation")}
         features = self._encode_unrolls(major["prev_action"], major["reward"], major["first"], major["observation"],
                                         unrolls["core_state"][:, 0])
@@ -178,7 +178,7 @@ class VTraceAgent:
     def act(self, slot_ids: np.ndarray, inputs, steps):
         actions, logits, values, features, new_state = (x.numpy() for x in self.policy(
             inputs.prev_action, EnvOutput(inputs.reward, inputs.first, inputs.observation), inputs.core_state))
-        step = {"observation": inputs.observation, "reward": inputs.reward, "first": inputs.first,
+        step = {"observation": steps.observations, "reward": inputs.reward, "first": inputs.first,
                 "terminated": steps.terminated, "truncated": steps.truncated, "prev_action": inputs.prev_action,
                 "action": actions, "behaviour_logits": logits, "behaviour_value": values,
                 "core_state": inputs.core_state, "features": features}

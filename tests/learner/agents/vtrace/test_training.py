@@ -94,7 +94,7 @@ def test_epochs_and_minibatches_take_that_many_gradient_steps_on_whole_unrolls_a
     agent = VTraceAgent(AgentContext(spec, 1, 4, 10 ** 6), unroll_length=5, batch_size=4,
                         epochs=3, minibatches=2)
     rng = np.random.default_rng(2)
-    assert agent.data.queue.put(random_unrolls(rng, 4, 5, (4, 1), "float32", 2, 0))
+    assert agent.data.queue.put(random_unrolls(rng, 4, 5, (4,), "float32", 2, 0))
     seen = []
     update = agent.trainer.update
     agent.trainer.update = lambda batch: seen.append(batch["reward"].shape) or update(batch)
@@ -141,7 +141,7 @@ def test_vtrace_replay_mix_is_saved_and_restored_with_checkpoint_replay(tmp_path
 
     saved, rng = agent(), np.random.default_rng(3)
     for _ in range(5):
-        assert saved.data.queue.put(random_unrolls(rng, 2, 5, (4, 1), "float32", 2, 0))
+        assert saved.data.queue.put(random_unrolls(rng, 2, 5, (4,), "float32", 2, 0))
     for _ in range(3):
         saved.update(saved.data.next_batch())  # the updates give the prioritised unrolls their errors
     (name, sidecar), = saved.data.checkpoint_sidecars().items()
@@ -260,7 +260,7 @@ def test_the_progress_line_describes_each_replay_source():
     assert agent.data.describe() == "queue 0/64 | replay 0/8 | uniform 0.25 | prioritised 0.25"
     rng = np.random.default_rng(3)
     for _ in range(4):
-        assert agent.data.queue.put(random_unrolls(rng, 2, 5, (4, 1), "float32", 2, 0))
+        assert agent.data.queue.put(random_unrolls(rng, 2, 5, (4,), "float32", 2, 0))
     agent.update(agent.data.next_batch())
     line = agent.data.describe()
     assert (line.startswith("queue 2/64 | replay 6/8 | uniform 0.25 age 0 rho ")
@@ -323,7 +323,7 @@ def test_a_mix_resumed_without_its_replay_counts_updates_from_the_restored_optim
     agent.optimizer.iterations.assign(2 * 2 * 30)  # as a checkpoint of 30 updates restores it
     rng = np.random.default_rng(3)
     for _ in range(4):
-        assert agent.data.queue.put(random_unrolls(rng, 2, 5, (4, 1), "float32", 2, 0))
+        assert agent.data.queue.put(random_unrolls(rng, 2, 5, (4,), "float32", 2, 0))
     agent.update(agent.data.next_batch())
     assert agent.data.updates == 31
     assert agent.data.metrics()["data/uniform_age_updates"] == 0.0  # the refilled ring's unrolls came in at 30
