@@ -6,12 +6,15 @@ An agent's parts meet here: its adder (learner/data/adders.py) turns the steps i
 into training data and hands them to its data source, which owns them (and their checkpointing)
 until the training loop takes a batch. Every data source (FreshUnrolls, UnrollMix,
 RateLimitedSampler, TransitionReplay) has one interface, `DataSource`, and its pace is one
-`RateLimit`."""
+`RateLimit`, which the replays count against with a `RateLimiter`."""
+import collections
 import dataclasses
 import threading
 import time
 from collections.abc import Callable
 from typing import Protocol
+
+import numpy as np
 
 
 def available_memory_bytes() -> int | None:
@@ -46,12 +49,66 @@ class RateLimit:
     def filled(self, size: int) -> bool:
         return size >= self.min_size
 
-    def allows(self, size: int, inserted: int, sampled: int, batch: int) -> bool:
-        """Whether `batch` more items may be sampled from a source of `size` items that has seen
-        `inserted` inserts and handed out `sampled` items."""
-        if not self.filled(size):
+
+class RateLimiter:
+    """A replay's pace, as Reverb's sample-to-insert ratio: counts the items inserted and sampled
+    against a RateLimit, so training may take a batch once the replay holds `min_size` items and
+    while it stays within `samples_per_insert` samples per insert, and inserts may wait while
+    training lags the ratio (`lags`). Counted from zero (`count_from_fill` False: the ratio owes
+    the minimum fill's samples as soon as it is reached, R2D2's) or from the insert that reached the
+    fill (True: the prefill owes no samples, as with CleanRL's learning_starts, SAC's). Its owner's lock
+    guards it; `take_inserted` feeds the frame budget."""
+
+    def __init__(self, rate: RateLimit, batch_size: int, count_from_fill: bool = False):
+        self.rate, self.batch_size, self.count_from_fill = rate, batch_size, count_from_fill
+        self.inserted = 0
+        self.sampled = 0
+        self.inserted_at_fill: int | None = None  # inserts when the minimum fill was reached
+        self._counted = 0  # inserts take_inserted has reported
+
+    def add_inserted(self, n: int, size: int) -> None:
+        """`n` items went in; the replay now holds `size`."""
+        self.inserted += n
+        if self.inserted_at_fill is None and self.rate.filled(size):
+            self.inserted_at_fill = self.inserted
+
+    def add_sampled(self) -> None:
+        self.sampled += self.batch_size
+
+    def _samples_allowed(self) -> float:
+        counted = self.inserted - self.inserted_at_fill + 1 if self.count_from_fill else self.inserted
+        return self.rate.samples_per_insert * counted
+
+    def updates_owed(self) -> float:
+        """Batches the ratio allows that training has not taken yet (0 before the minimum fill)."""
+        if self.rate.samples_per_insert is None or self.inserted_at_fill is None:
+            return 0.0
+        return (self._samples_allowed() - self.sampled) / self.batch_size
+
+    def may_sample(self) -> bool:
+        if self.inserted_at_fill is None:
             return False
-        return self.samples_per_insert is None or sampled + batch <= self.samples_per_insert * inserted
+        return self.rate.samples_per_insert is None or self.sampled + self.batch_size <= self._samples_allowed()
+
+    def lags(self, max_lag_updates: int | None) -> bool:
+        """Whether training is more than `max_lag_updates` batches behind the ratio (None: never)."""
+        return max_lag_updates is not None and self.updates_owed() > max_lag_updates
+
+    def take_inserted(self) -> int:
+        """Items inserted since the last call (a restored replay's are not new)."""
+        new, self._counted = self.inserted - self._counted, self.inserted
+        return new
+
+    def state(self) -> dict[str, np.ndarray]:
+        fill = -1 if self.inserted_at_fill is None else self.inserted_at_fill
+        return {"rate/inserted": np.asarray(self.inserted), "rate/sampled": np.asarray(self.sampled),
+                "rate/inserted_at_fill": np.asarray(fill)}
+
+    def load_state(self, arrays) -> None:
+        self.inserted, self.sampled = int(arrays["rate/inserted"]), int(arrays["rate/sampled"])
+        fill = int(arrays["rate/inserted_at_fill"])
+        self.inserted_at_fill = None if fill < 0 else fill
+        self._counted = self.inserted  # restored items are not new frames
 
 
 def deadline_after(timeout_s: float | None) -> float | None:
@@ -92,6 +149,42 @@ class Closable:
     def close(self) -> None:
         with self._cond:
             self._closed = True
+            self._cond.notify_all()
+
+
+class Handoff(Closable):
+    """A bounded FIFO between one producer thread and one consumer: `put` waits while it holds
+    `capacity` items, `get` while it holds none; both give up once it is closed. A producer that
+    fails hands its error over with `fail`, and the consumer's `get` raises it."""
+
+    def __init__(self, capacity: int):
+        super().__init__()
+        self.capacity = capacity
+        self._items = collections.deque()
+        self._error: BaseException | None = None
+
+    def put(self, item) -> bool:
+        with self._cond:
+            if not self._wait(lambda: len(self._items) < self.capacity):
+                return False
+            self._items.append(item)
+            self._cond.notify_all()
+        return True
+
+    def get(self):
+        """The oldest item; None once closed."""
+        with self._cond:
+            if not self._wait(lambda: self._items or self._error is not None):
+                return None
+            if self._error is not None:
+                raise self._error
+            item = self._items.popleft()
+            self._cond.notify_all()
+        return item
+
+    def fail(self, error: BaseException) -> None:
+        with self._cond:
+            self._error = error
             self._cond.notify_all()
 
 

@@ -86,8 +86,7 @@ class SequenceAdder:
         complete = self.store.append(slot_ids, {**step, "frame_pos": self.replay.add_frames(frames)})
         if complete is not None:
             complete["core_state"] = complete["core_state"][:, self._history]  # state before the burn-in
-            self.replay.insert(complete)
-            self.source.inserted()
+            self.source.inserted(self.replay.insert(complete))
 
     def release(self, slot_ids: np.ndarray) -> None:
         self.store.reset(slot_ids)

@@ -15,13 +15,13 @@ numbers them:
 3. 'lowest_least_sampled': as 1, but the unrolls batches took least often come first.
 4. 'strata_least_sampled': as 2, but within a stratum the least often taken come first.
 """
-import queue
 import threading
 from collections.abc import Callable
 
 import gin
 import numpy as np
 
+from learner.data import Handoff
 from learner.data.replay_samplers import Drawn, Sampler, annealed_multiplier
 from learner.data.unrolls import Unrolls
 from seed.settings import require_positive
@@ -110,11 +110,9 @@ class EliteSampler(Sampler):
         self.strategy, self.distance, self.norm_order = strategy, distance, norm_order
         self.multiplier, self.annealing = lambda_batch_multiplier, alfa_annealing_factor
         self.prefetch = prefetch
-        self._prepared: queue.Queue | None = None
+        self._prepared = Handoff(max(prefetch, 1))
         self._thread: threading.Thread | None = None
-        self._closed = threading.Event()
         self._update = 0  # the latest update the training thread asked at; the thread anneals by it
-        self._error: BaseException | None = None
 
     def prepare(self, update: int) -> Drawn:
         """One batch's choice: candidates, their distances under the current policy, the strategy's pick."""
@@ -137,33 +135,21 @@ class EliteSampler(Sampler):
             return self.prepare(update)
         self._update = update
         if self._thread is None:  # the first call
-            self._prepared = queue.Queue(self.prefetch)
             self._thread = threading.Thread(target=self._prepare_ahead, name="elite-candidates", daemon=True)
             self._thread.start()
-        # queue.Queue cannot be woken by close(): the wait looks at it ten times a second.
-        while not self._closed.is_set():
-            if self._error is not None:
-                raise RuntimeError(f"elite sampling's candidate thread failed: {self._error}") from self._error
-            try:
-                return self._prepared.get(timeout=0.1)
-            except queue.Empty:
-                continue
-        return None
+        try:
+            return self._prepared.get()
+        except Exception as error:
+            raise RuntimeError(f"elite sampling's candidate thread failed: {error}") from error
 
     def _prepare_ahead(self) -> None:
         try:
-            while not self._closed.is_set():
-                drawn = self.prepare(self._update)
-                while not self._closed.is_set():
-                    try:
-                        self._prepared.put(drawn, timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-        except BaseException as error:  # noqa: B902  (handed to the training thread, which raises it)
-            self._error = error
+            while self._prepared.put(self.prepare(self._update)):
+                pass
+        except Exception as error:  # handed to the training thread, which raises it
+            self._prepared.fail(error)
 
     def close(self) -> None:
-        self._closed.set()
+        self._prepared.close()
         if self._thread is not None:
             self._thread.join(timeout=5)

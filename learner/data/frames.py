@@ -73,22 +73,3 @@ def history_before_last(history: np.ndarray, frames: np.ndarray, first: np.ndarr
     episode = np.cumsum(starts, axis=1)
     kept = episode[:, :-1] == episode[:, -1:]
     return window[:, :-1] * kept.reshape(kept.shape + (1,) * (frames.ndim - 2)).astype(frames.dtype)
-
-
-class FrameRing:
-    """Single frames in a ring of `capacity`, each addressed by its absolute position."""
-
-    def __init__(self, capacity: int, frame_shape: tuple[int, ...], dtype: str):
-        self.capacity = capacity
-        self.frames = np.zeros((capacity, *frame_shape), dtype)
-        self.written = 0  # frames ever written; absolute position p lives at p % capacity
-
-    def add(self, frames: np.ndarray) -> np.ndarray:
-        """Stores frames; returns their absolute positions."""
-        positions = self.written + np.arange(len(frames))
-        self.frames[positions % self.capacity] = frames
-        self.written += len(frames)
-        return positions
-
-    def gather(self, positions: np.ndarray) -> np.ndarray:
-        return self.frames[positions % self.capacity]

@@ -26,6 +26,7 @@ import numpy as np
 from learner.data import RateLimit, deadline_after, require_memory
 from learner.data.elite import EliteSampler
 from learner.data.replay_samplers import AttentiveSampler, PrioritisedSampler, UniformSampler
+from learner.data.ring import ArrayRing
 from learner.data.saved_state import ArraySidecar
 from learner.data.unrolls import UnrollQueue, Unrolls
 
@@ -48,17 +49,15 @@ class UnrollRing:
     def __init__(self, capacity: int, seed: int | None = None):
         self.capacity = capacity
         self.lock = threading.RLock()
-        self._buffers: dict[str, np.ndarray] = {}
+        self.unrolls = ArrayRing(capacity)
         self.inserted_at = np.zeros(capacity, np.int64)
         self.times_sampled = np.zeros(capacity, np.int64)
         self.generation = np.zeros(capacity, np.int64)
         self._writes = 0
-        self._next = 0
-        self._size = 0
         self._rng = np.random.default_rng(seed)
 
     def __len__(self) -> int:
-        return self._size
+        return len(self.unrolls)
 
     def add(self, unrolls: Unrolls, update: int) -> np.ndarray:
         """Stores `unrolls`; returns the positions they took (the newest only, if more than fit)."""
@@ -66,23 +65,17 @@ class UnrollRing:
         if n > self.capacity:
             unrolls, n = {k: v[-self.capacity:] for k, v in unrolls.items()}, self.capacity
         with self.lock:
-            if not self._buffers:
-                self._buffers = {k: np.zeros((self.capacity, *v.shape[1:]), v.dtype) for k, v in unrolls.items()}
-            positions = (self._next + np.arange(n)) % self.capacity
-            for name, buffer in self._buffers.items():
-                buffer[positions] = unrolls[name]
+            positions = self.unrolls.rows(self.unrolls.add(unrolls))
             self.inserted_at[positions] = update
             self.times_sampled[positions] = 0
             self._writes += 1
             self.generation[positions] = self._writes
-            self._next = int((self._next + n) % self.capacity)
-            self._size = min(self.capacity, self._size + n)
         return positions
 
     def gather(self, positions: np.ndarray) -> Unrolls:
         """Copies of the unrolls at `positions` (later overwrites do not reach them)."""
         with self.lock:
-            return {k: b[positions] for k, b in self._buffers.items()}
+            return self.unrolls.gather(positions)
 
     def take(self, positions: np.ndarray) -> tuple[Unrolls, np.ndarray, np.ndarray]:
         """The unrolls at `positions` with the update each came in at and its generation, in one view."""
@@ -92,9 +85,10 @@ class UnrollRing:
     def uniform_positions(self, n: int, rng: np.random.Generator, replace: bool = True) -> np.ndarray:
         """`n` positions drawn uniformly; without replacement the draw stops at the ring's size."""
         with self.lock:
+            size = len(self.unrolls)
             if replace:
-                return rng.integers(0, self._size, n)
-            return rng.choice(self._size, min(n, self._size), replace=False)
+                return rng.integers(0, size, n)
+            return rng.choice(size, min(n, size), replace=False)
 
     def keys(self, positions: np.ndarray, generations: np.ndarray | None = None) -> np.ndarray:
         """A key per unroll: its place's generation times the capacity plus its position, so one key names
@@ -123,10 +117,9 @@ class UnrollRing:
         """The stored unrolls and their ring position, as named arrays (to save with a checkpoint): views
         of the live buffers, so hold `lock` until they are written (no second copy of a large ring)."""
         with self.lock:
-            return {**{f"unroll_{k}": v for k, v in self._buffers.items()},
-                    "inserted_at": self.inserted_at, "times_sampled": self.times_sampled,
-                    "generation": self.generation, "writes": np.asarray(self._writes),
-                    "next": np.asarray(self._next), "size": np.asarray(self._size)}
+            return {**self.unrolls.state("unroll_"), "inserted_at": self.inserted_at,
+                    "times_sampled": self.times_sampled, "generation": self.generation,
+                    "writes": np.asarray(self._writes)}
 
     def load_state(self, arrays, prefix: str = "") -> None:
         """Puts back what `state` returned (under `prefix`); a ring of another capacity is refused."""
@@ -134,14 +127,12 @@ class UnrollRing:
         if saved.shape != self.inserted_at.shape:
             raise ValueError(f"saved replay holds {saved.shape[0]} unrolls, this run's {self.capacity}: the replay "
                              "settings changed since it was saved; restore them, or set checkpoint_replay=False")
-        names = [k[len(prefix + "unroll_"):] for k in arrays if k.startswith(prefix + "unroll_")]
         with self.lock:
-            self._buffers = {name: np.array(arrays[prefix + "unroll_" + name]) for name in names}
+            self.unrolls.load_state(arrays, prefix + "unroll_")
             self.inserted_at[:] = saved
             self.times_sampled[:] = arrays[prefix + "times_sampled"]
             self.generation[:] = arrays[prefix + "generation"]
             self._writes = int(arrays[prefix + "writes"])
-            self._next, self._size = int(arrays[prefix + "next"]), int(arrays[prefix + "size"])
 
 
 def split_counts(batch_size: int, ratios: Sequence[float]) -> np.ndarray:
@@ -199,9 +190,9 @@ class UnrollMix:
     consumed: the environment frames it stands for.
 
     `encode(unrolls) -> [n, T+1, F]` is the current policy's state features of unrolls as a batch
-    holds them (elite sampling's re-encoding of stored ones); `total_fresh_unrolls` is the run's length in fresh unrolls (the
-    candidate multipliers anneal over its updates); `features` says what those features are
-    ('core' or 'policy_logits': only logits make elite's 'kl_div' meaningful).
+    holds them (elite sampling's re-encoding of stored ones); `total_fresh_unrolls` is the run's
+    length in fresh unrolls (the candidate multipliers anneal over its updates); `features` says what
+    those features are ('core' or 'policy_logits': only logits make elite's 'kl_div' meaningful).
 
     `fields` (name -> per-unroll shape and dtype) is what each stored unroll holds: the ring's size is
     checked against the memory from it, and a saved ring with other fields is refused. With `checkpoint`
@@ -384,11 +375,11 @@ class UnrollMix:
         """Puts back what `state` returned; with `fields` (name -> per-unroll shape and dtype, what this
         run stores) a ring saved with other fields (other sources or features) is refused in one line."""
         # A ring saved before its first unroll has no fields to compare (and nothing to load but its counters).
-        saved_size = int(arrays["ring/size"]) if self.ring is not None else 0
+        saved_size = int(arrays["ring/unroll_written"]) if self.ring is not None else 0
         if self.ring is not None and fields is not None and saved_size > 0:
             prefix = "ring/unroll_"
             saved = {k[len(prefix):]: (tuple(arrays[k].shape[1:]), str(arrays[k].dtype))
-                     for k in arrays if k.startswith(prefix)}
+                     for k in arrays if k.startswith(prefix) and k != prefix + "written"}
             if saved != fields:
                 differ = sorted(set(saved.items()) ^ set(fields.items()))
                 raise ValueError(f"the saved replay stores other fields than this run's ({differ[0][0]}: saved "

@@ -17,7 +17,7 @@ def sequence(replay, positions, first=None, state=0.0):
     if first is not None:
         seq["first"][0] = first
     seq["reward"][0] = np.arange(s)
-    seq["core_state"] = np.full((1, replay.core_state.shape[1]), state, np.float32)
+    seq["core_state"] = np.full((1, replay.sequences.arrays["core_state"].shape[1]), state, np.float32)
     return seq
 
 
@@ -124,6 +124,6 @@ def test_a_saved_replay_loads_back_equal_and_samples_the_same(tmp_path):
 
 def test_a_saved_replay_of_other_sizes_is_refused_naming_the_field(tmp_path):
     state = filled_replay().state()
-    with pytest.raises(ValueError, match="saved replay's ring_frames is uint8\\[32, 84, 84\\], this run's is "
+    with pytest.raises(ValueError, match="saved replay's frame is uint8\\[32, 84, 84\\], this run's is "
                                          "uint8\\[34, 84, 84\\]: the replay settings changed"):
         make_replay(6, sequence_steps=7, k=2).load_state(state)

@@ -60,5 +60,5 @@ def test_state_round_trips():
     replay.insert(transitions(0, 5))
     fresh = TransitionReplay(8, FIELDS, 2, RateLimit(1, 1.0), 100, seed=0)
     fresh.load_state(replay.state())
-    assert fresh.size == 5 and fresh.num_inserted == 5
+    assert fresh.size == 5 and fresh.limiter.inserted == 5
     np.testing.assert_array_equal(fresh.state()["transitions/x"], replay.state()["transitions/x"])
