@@ -64,6 +64,10 @@ class InferenceBatcher:
     def start(self) -> None:
         self._thread.start()
 
+    def counters(self) -> dict[str, int]:
+        """Policy calls made and the envs they served (their ratio is the mean inference batch)."""
+        return {"inference/batches": self.num_batches, "inference/batched_envs": self.num_batched_envs}
+
     def stop(self) -> None:
         self._stop.set()
         if self._thread.ident is None:  # never started: nobody else answers what was submitted

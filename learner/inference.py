@@ -33,6 +33,16 @@ class InferencePipeline:
                 (self.env_steps, evaluation is not None and bool(evaluation[e.slot]), e) for e in finished)
         return actions
 
+    def counters(self) -> dict[str, int]:
+        return {"env_steps": self.env_steps}
+
+    def take_finished_episodes(self) -> list[tuple[int, bool, FinishedEpisode]]:
+        """The episodes finished since the last call, as (env steps then, evaluation env?, episode)."""
+        taken = []
+        while self.finished_episodes:
+            taken.append(self.finished_episodes.popleft())
+        return taken
+
     def release(self, slot_ids: np.ndarray) -> None:
         self.slots.reset(slot_ids)
         self.agent.release(slot_ids)

@@ -176,8 +176,11 @@ def run_learner(logdir: str, address: str, stop: threading.Event, *, agent=VTrac
     training = TrainingLoop(agent, checkpointer, frames, total_environment_frames, checkpoint_interval_s, stop,
                             max_consecutive_skipped_updates)
     servicer = LearnerServicer(spec, batcher, slots, auth_token)
-    progress = Progress(logdir, pipeline, batcher, training, servicer, spec.frames_per_step,
-                        progress_interval_s)
+    progress = Progress(logdir, total_frames=total_environment_frames, frames_per_step=spec.frames_per_step,
+                        interval_s=progress_interval_s,
+                        counters=(training.counters, batcher.counters, pipeline.counters),
+                        metrics=(agent.data.metrics, servicer.counters, training.metrics),
+                        episodes=pipeline.take_finished_episodes, describe=agent.data.describe)
     save_operative_config(logdir, "learner")
     if wandb_project:
         progress.tracker = WandbTracker(logdir, wandb_project, wandb_entity, wandb_run_name, wandb_tags,

@@ -1,19 +1,15 @@
 """What a run reports as it goes: the progress line with its ETA, LOGDIR/progress.jsonl, LOGDIR/episodes.csv
-and TensorBoard scalars, from the counters and metrics of the learner's parts."""
+and TensorBoard scalars, from what the learner's parts provide: counters (monotone counts, whose
+changes over a report's span give its rates) and metrics (values as they are now)."""
 import collections
 import json
 import logging
 import os
 import time
+from collections.abc import Callable, Iterable
 
 import numpy as np
 import tensorflow as tf
-
-from learner.batcher import InferenceBatcher
-from learner.inference import InferencePipeline
-from learner.optimizers import current_learning_rate
-from learner.service import LearnerServicer
-from learner.training_loop import TrainingLoop
 
 log = logging.getLogger(__name__)
 
@@ -70,64 +66,74 @@ class RateWindow:
     report, or since the one before when that is under `min_span_s` (the last line at
     shutdown comes early, and a rate over a fraction of a second is mostly noise)."""
 
-    def __init__(self, min_span_s: float, now: float, counts: tuple[int, ...]):
+    def __init__(self, min_span_s: float, now: float, counts: dict[str, int]):
         self.min_span_s = min_span_s
         self._points = collections.deque([(now, counts)], maxlen=2)  # the last two reports
 
-    def advance(self, now: float, counts: tuple[int, ...]) -> tuple[float, tuple[int, ...]]:
+    def advance(self, now: float, counts: dict[str, int]) -> tuple[float, dict[str, int]]:
         start_time, start_counts = self._points[-1]
         if now - start_time < self.min_span_s and len(self._points) == 2:
             start_time, start_counts = self._points[0]
         self._points.append((now, counts))
-        return max(now - start_time, 1e-9), tuple(c - s for c, s in zip(counts, start_counts))
+        return max(now - start_time, 1e-9), {k: c - start_counts.get(k, 0) for k, c in counts.items()}
 
 
 class Progress:
-    """The progress line, LOGDIR/progress.jsonl, LOGDIR/episodes.csv and TensorBoard scalars."""
+    """The progress line, LOGDIR/progress.jsonl, LOGDIR/episodes.csv and TensorBoard scalars.
 
-    def __init__(self, logdir: str, pipeline: InferencePipeline, batcher: InferenceBatcher,
-                 training: TrainingLoop, servicer: LearnerServicer, frames_per_step: int,
-                 interval_s: float):
+    `counters` give monotone counts by name; among them 'frames' (the budget's), 'env_steps',
+    'updates', 'skipped_updates', 'inference/batches' and 'inference/batched_envs',
+    'training/batch_wait_us' and 'training/update_us' make the line's rates. `metrics` give values
+    as they are (the data source's, the service's, the last update's). `episodes()` hands over the
+    episodes finished since the last call as (env steps then, evaluation?, FinishedEpisode);
+    `describe()` is the data source's part of the line."""
+
+    # Counts the record carries as they are, besides the rates made of them.
+    _RECORDED = ("frames", "updates", "skipped_updates")
+
+    def __init__(self, logdir: str, *, total_frames: int, frames_per_step: int, interval_s: float,
+                 counters: Iterable[Callable[[], dict[str, int]]], metrics: Iterable[Callable[[], dict[str, float]]],
+                 episodes: Callable[[], Iterable[tuple]], describe: Callable[[], str]):
         self.writer = tf.summary.create_file_writer(os.path.join(logdir, "summaries"))
         self.episodes_csv = EpisodeLog(os.path.join(logdir, "episodes.csv"))
         self.jsonl = open(os.path.join(logdir, "progress.jsonl"), "a")
-        self.pipeline, self.batcher, self.training = pipeline, batcher, training
-        self.agent, self.servicer, self.frames_per_step = pipeline.agent, servicer, frames_per_step
+        self.total_frames, self.frames_per_step = total_frames, frames_per_step
+        self._counters, self._metrics = list(counters), list(metrics)
+        self._episodes, self._describe = episodes, describe
         self.returns = collections.deque(maxlen=100)
         self.evaluation_returns = collections.deque(maxlen=100)
         self.num_episodes = 0
         self.tracker = None  # a WandbTracker when run_learner.wandb_project is set
-        self._window = RateWindow(interval_s / 2, time.monotonic(), self._counts(int(training.frames.numpy())))
-        self._time_left = TimeLeft(interval_s, time.monotonic(), int(training.frames.numpy()))
+        counts = self._counts()
+        self._window = RateWindow(interval_s / 2, time.monotonic(), counts)
+        self._time_left = TimeLeft(interval_s, time.monotonic(), counts["frames"])
 
-    def _counts(self, frames: int) -> tuple[int, ...]:
-        return (frames, self.batcher.num_batches, self.batcher.num_batched_envs, self.training.num_updates
-                + self.training.num_skipped_updates, self.training.batch_wait_us, self.training.update_us)
+    def _counts(self) -> dict[str, int]:
+        return {name: value for counters in self._counters for name, value in counters().items()}
 
     def report(self) -> str:
         """Writes every output once and returns the progress line."""
-        frames = int(self.training.frames.numpy())
-        span_s, (new_frames, new_batches, new_batched, new_updates, wait_us, update_us) = self._window.advance(
-            time.monotonic(), self._counts(frames))
+        counts = self._counts()
+        frames = counts["frames"]
+        span_s, new = self._window.advance(time.monotonic(), counts)
         # The training thread over the window: ms per update, and the share of its time spent waiting
         # for data; left out of a window it spent inside one long update.
+        wait_us, update_us = new["training/batch_wait_us"], new["training/update_us"]
         training = {"training/batch_wait_share": wait_us / (wait_us + update_us)} if wait_us + update_us else {}
-        if new_updates:
-            training["training/update_ms"] = update_us / 1000 / new_updates
-        record = {"time": time.time(), "frames": frames, "total_frames": self.training.total_frames,
-                  "frames_per_second": new_frames / span_s,
-                  "seconds_left": self._time_left.advance(time.monotonic(), frames, self.training.total_frames),
-                  "inference_batch_size": new_batched / max(new_batches, 1), **training,
-                  "updates": self.training.num_updates, "skipped_updates": self.training.num_skipped_updates,
-                  "env_frames": self.pipeline.env_steps * self.frames_per_step,
-                  **self.agent.data.metrics(), **self.servicer.counters(),
-                  **({"learning_rate": current_learning_rate(self.agent.optimizer)} if self.agent.optimizer else {}),
-                  **{k: float(v) for k, v in self.training.last_metrics.items()}}
+        if new["updates"] + new["skipped_updates"]:
+            training["training/update_ms"] = update_us / 1000 / (new["updates"] + new["skipped_updates"])
+        record = {"time": time.time(), "frames": frames, "total_frames": self.total_frames,
+                  "frames_per_second": new["frames"] / span_s,
+                  "seconds_left": self._time_left.advance(time.monotonic(), frames, self.total_frames),
+                  "inference_batch_size": new["inference/batched_envs"] / max(new["inference/batches"], 1),
+                  **training, **{k: counts[k] for k in self._RECORDED if k != "frames"},
+                  "env_frames": counts["env_steps"] * self.frames_per_step}
+        for metrics in self._metrics:
+            record.update(metrics())
         with self.writer.as_default(step=frames):
             self._drain_episodes()
             for name, value in record.items():
-                if name not in ("time", "frames", "total_frames", "env_frames", "updates", "skipped_updates",
-                                "seconds_left"):
+                if name not in ("time", "total_frames", "env_frames", "seconds_left", *self._RECORDED):
                     tf.summary.scalar(name, value)
         self.writer.flush()
         record["episodes"] = self.num_episodes
@@ -138,12 +144,11 @@ class Progress:
         self.jsonl.flush()
         if self.tracker is not None:
             self.tracker.log(record)
-        return format_progress(record, len(self.returns), self.agent.data.describe())
+        return format_progress(record, len(self.returns), self._describe())
 
     def _drain_episodes(self) -> None:
         now = time.time()
-        while self.pipeline.finished_episodes:
-            env_steps, evaluation, episode = self.pipeline.finished_episodes.popleft()
+        for env_steps, evaluation, episode in self._episodes():
             length_frames = episode.length * self.frames_per_step
             self.episodes_csv.write(env_steps * self.frames_per_step, evaluation, episode, length_frames, now)
             prefix = "evaluation_episode" if evaluation else "episode"

@@ -6,6 +6,7 @@ import time
 import tensorflow as tf
 
 from learner.checkpoints import Checkpointer
+from learner.optimizers import current_learning_rate
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +28,17 @@ class TrainingLoop:
         self.update_us = 0
         self.error: BaseException | None = None
         self.thread = threading.Thread(target=self._run, name="training", daemon=True)
+
+    def counters(self) -> dict[str, int]:
+        """The frame budget's count, the updates applied and skipped, and where the thread's time went."""
+        return {"frames": int(self.frames.numpy()), "updates": self.num_updates,
+                "skipped_updates": self.num_skipped_updates, "training/batch_wait_us": self.batch_wait_us,
+                "training/update_us": self.update_us}
+
+    def metrics(self) -> dict[str, float]:
+        """The learning rate now and the last applied update's metrics."""
+        rate = {"learning_rate": current_learning_rate(self.agent.optimizer)} if self.agent.optimizer else {}
+        return {**rate, **{k: float(v) for k, v in self.last_metrics.items()}}
 
     def _run(self) -> None:
         last_save, skipped_in_a_row = time.monotonic(), 0

@@ -37,6 +37,11 @@ SOURCE_KINDS = ("queue", "uniform", "prioritised", "elite", "attentive")
 FEATURE_KINDS = ("elite", "attentive")
 
 
+def needs_features(sources: dict[str, float]) -> bool:
+    """Whether a mix of these sources compares stored state features: its unrolls must keep them."""
+    return any(kind in FEATURE_KINDS for kind in sources)
+
+
 class UnrollRing:
     """A ring of `capacity` unrolls (the oldest is overwritten) that every replay source samples.
 
@@ -259,9 +264,6 @@ class UnrollMix:
             log.info("replay: %d unrolls of %.2f MB, %.0f MB in all (%s)", replay_capacity, self.unroll_nbytes / 1e6,
                      ring_nbytes / 1e6, ", ".join(f"{k} {r:g}" for k, r in self.shares.items()))
 
-    @property
-    def needs_features(self) -> bool:
-        return any(k in FEATURE_KINDS for k in self.samplers)
 
     def _insert(self, unrolls: Unrolls) -> np.ndarray:
         positions = self.ring.add(unrolls, self.updates)

@@ -11,7 +11,7 @@ from learner.agents.minibatches import PER_UNROLL_ERRORS
 from learner.agents.vtrace.training import VTraceLoss, VTraceTrainer
 from learner.data.adders import UnrollAdder
 from learner.data.frames import stack_unrolls
-from learner.data.unroll_replay import FEATURE_KINDS, SOURCE_KINDS, UnrollMix
+from learner.data.unroll_replay import SOURCE_KINDS, UnrollMix, needs_features
 from learner.data.unrolls import UnrollQueue
 from learner.networks import ActorCriticNetwork, EnvOutput
 from learner.optimizers import create_optimizer
@@ -90,7 +90,7 @@ class VTraceAgent:
         self.replay_features = replay_features
         self.frames_per_unroll = unroll_length * spec.frames_per_step
         sources = sources or {"queue": 1.0}
-        self._stores_features = any(kind in FEATURE_KINDS for kind in sources)
+        self._stores_features = needs_features(sources)
         fields = {
             "observation": (spec.observation_shape, spec.observation_dtype),
             "reward": ((), "float32"), "first": ((), "bool"), "terminated": ((), "bool"),
