@@ -10,15 +10,15 @@
 # Options:
 #   --game NAME          Atari game (default Pong) or gymnasium env id (default CartPole-v1)
 #   --frames N           frame budget: env frames to train, e.g. 10M, 500k or 2_000_000 (default: the
-#                        config's run_learner.total_environment_frames; 10M for Atari). Where the config
-#                        sets run_learner.schedule_frames (atari_vtrace, atari_r2d2) N moves the stop only;
+#                        config's training.total_environment_frames; 10M for Atari). Where the config
+#                        sets training.schedule_frames (atari_vtrace, atari_r2d2) N moves the stop only;
 #                        elsewhere the schedules span the budget and stretch with it
 #   --logdir DIR         run directory; default: resume the newest runs/<game>_<agent>_* with a
 #                        checkpoint (else the newest), or start one
 #   --new                start a new run directory instead of resuming the newest
 #   --resume_with_changes  resume although the settings asked for differ from the run's (else refused)
 #   --gpu                the learner on this machine's NVIDIA GPU: installs TensorFlow's CUDA wheels into
-#                        .venv once (the gpu extra) and binds run_learner.device='gpu' (refused at start,
+#                        .venv once (the gpu extra) and binds inference.device='gpu' (refused at start,
 #                        saying why, when no GPU is usable); with --docker, the GPU image and --gpus all
 #   --verbose            every log line on the terminal (TensorFlow's start-up too), not only the
 #                        progress line, the start-up summary, warnings and errors

@@ -90,7 +90,7 @@ def main() -> int:
     parser.add_argument("--recovery_timeout_s", type=float, default=180.0,
                         help="after the last minute, how long to wait for the run to report an episode "
                              "after the last learner kill")
-    parser.add_argument("--idle_timeout_s", type=float, default=20.0, help="run_learner.actor_idle_timeout_s")
+    parser.add_argument("--idle_timeout_s", type=float, default=20.0, help="service.actor_idle_timeout_s")
     parser.add_argument("--checkpoint_interval_s", type=float, default=60.0)
     parser.add_argument("--logdir", default=None, help="default: a new directory under /tmp")
     parser.add_argument("--seed", type=int, default=0, help="which faults, when")
@@ -104,8 +104,8 @@ def main() -> int:
     logdir = args.logdir or os.path.join("/tmp", f"seed_chaos_{int(time.time())}")
     os.makedirs(logdir, exist_ok=True)
     learner_address, actor_address = f"127.0.0.1:{free_loopback_port()}", f"127.0.0.1:{free_loopback_port()}"
-    bindings = [f"run_learner.checkpoint_interval_s={args.checkpoint_interval_s}",
-                f"run_learner.actor_idle_timeout_s={args.idle_timeout_s}", "run_learner.progress_interval_s=1",
+    bindings = [f"training.checkpoint_interval_s={args.checkpoint_interval_s}",
+                f"service.actor_idle_timeout_s={args.idle_timeout_s}", "reporting.progress_interval_s=1",
                 f"run_actor.num_envs={args.envs}", "run_actor.reconnect_timeout_s=600",
                 "run_actor.max_backoff_s=2"]
     common = [sys.executable, "-m", "seed.launchers.launch", "--logdir", logdir, "--listen_host", "127.0.0.1",

@@ -5,7 +5,7 @@
 Builds each config's agent as the learner does (the same gin file, env spec and Checkpointer),
 trains nothing, and times `--saves` checkpoint writes into a temporary directory. Prints one JSON
 line per config: median and max seconds per save, bytes of one checkpoint (its data and index
-files), and the fraction of learner time a save every `run_learner.checkpoint_interval_s` costs.
+files), and the fraction of learner time a save every `training.checkpoint_interval_s` costs.
 What a crash loses is up to one interval of training; this is what a shorter interval costs.
 """
 import argparse
@@ -31,15 +31,15 @@ def measure(config: str, saves: int) -> dict:
     from learner import learner as learner_module  # noqa: F401  registers the agents
     from learner.agents import AgentContext
     from learner.checkpoints import Checkpointer
+    from learner.settings import TrainingSettings
     from seed import envs, gin_setup
 
     gin.clear_config()
     gin_setup.parse([config], [])
-    agent_class = setting("agent").scoped_configurable_fn
-    interval = setting("checkpoint_interval_s")
-    stacked = setting("num_stacked_frames")
+    training = TrainingSettings()  # as the config binds it
+    interval = training.checkpoint_interval_s
     spec = envs.env_spec()
-    agent = agent_class(AgentContext(spec, stacked, 256, 10 ** 9))
+    agent = training.agent(AgentContext(spec, training.num_stacked_frames, 256, 10 ** 9))
     frames = tf.Variable(0, dtype=tf.int64, name="environment_frames")
     with tempfile.TemporaryDirectory() as directory:
         checkpointer = Checkpointer(directory, environment_frames=frames, **agent.trackables())
@@ -54,19 +54,6 @@ def measure(config: str, saves: int) -> dict:
             "median_s": round(statistics.median(seconds), 4), "max_s": round(max(seconds), 4),
             "first_s": round(seconds[0], 4), "bytes": size, "checkpoint_interval_s": interval,
             "share_of_time": round(statistics.median(seconds) / interval, 6)}
-
-
-def setting(name: str):
-    """run_learner's `name` as the parsed config binds it, else its default."""
-    import inspect
-
-    import gin
-
-    from learner.learner import run_learner
-    try:
-        return gin.query_parameter(f"run_learner.{name}")
-    except ValueError:
-        return inspect.signature(run_learner).parameters[name].default
 
 
 def main() -> int:

@@ -55,7 +55,7 @@ def vtrace_learner(spec):
 
     from learner.agents import AgentContext, VTraceAgent
     from learner.inference import InferencePipeline
-    stacked = gin.query_parameter("run_learner.num_stacked_frames")
+    stacked = gin.query_parameter("training.num_stacked_frames")
     agent = VTraceAgent(AgentContext(spec, stacked, 256, 10 ** 9))
     agent.data.queue.capacity = 10 ** 9  # nothing trains while inference is timed: never block on a full queue
     return agent, InferencePipeline(agent, spec, max_slots=256, num_stacked_frames=stacked,
@@ -158,7 +158,7 @@ def main() -> int:
     emit(component="training_step", batch_size=agent.batch_size, agent_steps_per_s=training)
 
     # With every env connected in the batch, the learner serves min(cap, envs) per policy call.
-    served = min(gin.query_parameter("run_learner.inference_batch_size"), args.envs)
+    served = min(gin.query_parameter("inference.batch_size"), args.envs)
     served_batch = min(inference, key=lambda b: abs(b - served))
     bound = 1.0 / (1.0 / env_steps + 1.0 / inference[served_batch] + 1.0 / training)
     emit(component="bound", inference_batch=served_batch, agent_steps_per_s=bound,

@@ -59,8 +59,8 @@ def run(config: str, actors: int, envs: int, warmup_frames: int, frames: int, me
 def _train_and_measure(logdir: str, config: str, actors: int, envs: int, warmup_frames: int, frames: int,
                        memory_minutes: float, bindings, timeout_s: float) -> dict:
     from tests import processes
-    learner = processes.start_learner(logdir, config, ["run_learner.progress_interval_s=2",
-                                                       "run_learner.checkpoint_interval_s=1e9", *bindings])
+    learner = processes.start_learner(logdir, config, ["reporting.progress_interval_s=2",
+                                                       "training.checkpoint_interval_s=1e9", *bindings])
     running = [learner]
     progress = os.path.join(logdir, "progress.jsonl")
     memory = []

@@ -177,7 +177,7 @@ def train(args, seed: int, logdir: str) -> None:
     environment frames, or on from its checkpoint."""
     resuming = os.path.exists(logdir)
     command = [sys.executable, "-m", "seed.launchers.local", args.env, args.agent, str(args.actors), str(args.envs),
-               "--logdir", logdir, "--frames", str(args.frames), "--gin_bindings", f"run_learner.seed={seed}",
+               "--logdir", logdir, "--frames", str(args.frames), "--gin_bindings", f"training.seed={seed}",
                "--gin_bindings", f"run_actor.seed={seed}"] + ([] if resuming else ["--new"])
     if args.game:
         command += ["--game", args.game]

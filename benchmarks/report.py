@@ -720,9 +720,11 @@ def operative_config(run_dir: str) -> dict[str, str]:
         raw = match.group(1).strip()
         raw = macros.get(raw[1:], raw) if raw.startswith("%") else raw
         return raw.strip("'\"")
-    found = {"agent": value(r"^run_learner\.agent = @(\w+)Agent$"),
+    # Runs saved before the learner's settings groups bound run_learner.agent and run_learner.seed.
+    found = {"agent": value(r"^(?:training|run_learner)\.agent = @(\w+)Agent$"),
              "env": value(r"^create_envs\.factory = @create_(\w+)_envs$"),
-             "game": value(r"^create_\w+_envs\.(?:game|task) = (.+)$"), "seed": value(r"^run_learner\.seed = (\d+)$")}
+             "game": value(r"^create_\w+_envs\.(?:game|task) = (.+)$"),
+             "seed": value(r"^(?:training|run_learner)\.seed = (\d+)$")}
     if found["agent"]:
         found["agent"] = found["agent"].lower()
     return {k: v for k, v in found.items() if v}

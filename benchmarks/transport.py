@@ -12,7 +12,7 @@ a server that answers each message at once in its gRPC handler and does nothing
 else (grpc_floor.AnsweringLearner: what the actors and grpcio cost without the
 learner's work); and `transport`, real actors of the learner itself answering
 with a fixed action, neither inferring nor training
-(run_learner.agent = @FixedActionAgent), whose batcher, slot table and codecs
+(training.agent = @FixedActionAgent), whose batcher, slot table and codecs
 come on top (once per `--env_groups` value; 1: lockstep actors, 2:
 double-buffered). `ceiling_ratio` turns the floor into the best ratio any
 transport on grpcio could reach here: raw stepping's CPU per message / (that +
@@ -154,8 +154,8 @@ def start_grpc_only(config: str, actors: int, envs: int, groups: int, workdir: s
 def start_system(config: str, actors: int, envs: int, groups: int, workdir: str, bindings=(),
                  progress_interval_s: float = 0.5) -> Group:
     logdir = tempfile.mkdtemp(prefix="transport_", dir=workdir)
-    learner = processes.start_learner(logdir, config, ["run_learner.agent=@FixedActionAgent",
-                                                       f"run_learner.progress_interval_s={progress_interval_s}",
+    learner = processes.start_learner(logdir, config, ["training.agent=@FixedActionAgent",
+                                                       f"reporting.progress_interval_s={progress_interval_s}",
                                                        *bindings])
     procs = [learner]
     frames_per_step = 4 if "atari" in config else 1

@@ -29,7 +29,7 @@ def r2d2_updates(spec, batch_size: int, rng):
     from learner.agents.r2d2.training import R2D2Trainer
     from learner.networks import DuelingQNetwork
     from learner.optimizers import create_optimizer
-    stacked = gin.query_parameter("run_learner.num_stacked_frames")
+    stacked = gin.query_parameter("training.num_stacked_frames")
     burn_in, unroll = gin.query_parameter("R2D2Agent.burn_in"), gin.query_parameter("R2D2Agent.unroll_length")
     steps, shape = burn_in + unroll + 1, (*spec.observation_shape, stacked)
     updates = {}

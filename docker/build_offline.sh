@@ -54,5 +54,5 @@ say "built $IMAGE"
 if [[ "${1:-}" == --run ]]; then
   say "running ./run_local.sh --docker classic vtrace 1 2 in $IMAGE for about a minute"
   SEED_CONTAINER_ENGINE=$ENGINE SEED_IMAGE=$IMAGE SEED_BUILD_ARGS=$SEED_BUILD_ARGS SEED_RUN_ARGS="--network host" \
-    ./run_local.sh --docker classic vtrace 1 2 --new --gin_bindings run_learner.total_environment_frames=150_000
+    ./run_local.sh --docker classic vtrace 1 2 --new --gin_bindings training.total_environment_frames=150_000
 fi

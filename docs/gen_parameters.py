@@ -25,7 +25,7 @@ PACKAGES = ("seed", "actors", "learner")
 SECTIONS: list[tuple[str, str, tuple[str, ...]]] = [
     ("Learner", "The learner process: serving actors, batching, the frame budget, checkpoints, "
                 "the optimizer and tf.distribute.",
-     ("learner.learner", "learner.optimizers", "learner.strategy")),
+     ("learner.settings", "learner.learner", "learner.optimizers", "learner.strategy")),
     ("Actors", "The actor processes, which step envs and stream them to the learner.", ("actors.",)),
     ("Environments", "The env families (seed/envs/); both roles read these.", ("seed.envs",)),
     ("Networks", "The networks the agents build (learner/networks.py).", ("learner.networks",)),
@@ -60,6 +60,7 @@ def import_project():
         import learner.learner  # noqa: F401
         import learner.networks  # noqa: F401
         import learner.optimizers  # noqa: F401
+        import learner.settings  # noqa: F401
         import learner.strategy  # noqa: F401
         import seed.envs  # noqa: F401
     finally:

@@ -22,13 +22,15 @@ LATEST_JSON = "latest.json"
 class Checkpointer:
     """`sidecars` are saved beside each checkpoint as CKPT.NAME.npz (objects with `save_state(path)`,
     `load_state(path)` and `state_nbytes`: learner.data.saved_state.ArraySidecar, the data sources' replays
-    with `checkpoint_replay`), restored with it and removed with it when it rotates out."""
+    with `checkpoint_replay`), restored with it and removed with it when it rotates out. `before_save()`
+    runs first at every save."""
 
     def __init__(self, directory: str, max_to_keep: int = 3, sidecars: dict[str, object] | None = None,
-                 **trackables):
+                 before_save=None, **trackables):
         self.directory = directory
         self.max_to_keep = max_to_keep
         self.sidecars = sidecars or {}
+        self._before_save = before_save  # called first by every save (the frame counter's sync)
         self._frames = trackables.get("environment_frames")
         self.extra_summary = dict  # more fields for LATEST_JSON, read at each save
         self._checkpoint = tf.train.Checkpoint(**trackables)
@@ -84,6 +86,8 @@ class Checkpointer:
 
     def save(self):
         """Writes a checkpoint; a failed write (disk full, say) is logged and the previous one kept."""
+        if self._before_save is not None:
+            self._before_save()
         try:
             path = self._manager.save()
         except (OSError, tf.errors.OpError) as e:

@@ -1,4 +1,4 @@
-"""Which device runs the learner's inference and training: run_learner.device."""
+"""Which device runs the learner's inference and training: inference.device."""
 import importlib.metadata
 
 import tensorflow as tf
@@ -32,15 +32,15 @@ def select_device(device: str) -> str:
     start when none is usable) the one TensorFlow places the learner's ops on; returns what it is, in
     words, for the start-up line. Must run before TensorFlow's first op."""
     if device not in DEVICES:
-        raise ValueError(f"run_learner.device={device!r} is unknown; use one of {', '.join(map(repr, DEVICES))}")
+        raise ValueError(f"inference.device={device!r} is unknown; use one of {', '.join(map(repr, DEVICES))}")
     if device == "cpu":
         tf.config.set_visible_devices([], "GPU")
-        return "the CPU (run_learner.device='cpu')"
+        return "the CPU (inference.device='cpu')"
     gpus = tf.config.list_physical_devices("GPU")
     if not gpus:
         if device == "gpu":
-            raise ValueError(f"run_learner.device='gpu', but TensorFlow finds no usable GPU: {why_no_gpu()}; or "
-                             "bind run_learner.device='auto' to train on the CPU")
+            raise ValueError(f"inference.device='gpu', but TensorFlow finds no usable GPU: {why_no_gpu()}; or "
+                             "bind inference.device='auto' to train on the CPU")
         return "the CPU (no GPU visible to TensorFlow)"
     names = gpu_names(gpus)
     more = f"; {len(gpus)} GPUs visible, create_strategy.kind='mirrored' trains on all" if len(gpus) > 1 else ""

@@ -137,8 +137,8 @@ def _evaluate_run(args) -> int:
     from learner.agents import AGENTS
     from seed import envs as seed_envs
 
-    agent_name = gin.query_parameter("run_learner.agent").scoped_configurable_fn.__name__
-    stacked = gin.query_parameter("run_learner.num_stacked_frames")
+    agent_name = gin.query_parameter("training.agent").scoped_configurable_fn.__name__
+    stacked = gin.query_parameter("training.num_stacked_frames")
     envs = seed_envs.create_envs(args.num_envs)
     policy = AGENTS[agent_name].evaluation_policy(envs.spec, stacked)
     if policy is None:

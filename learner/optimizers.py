@@ -22,7 +22,7 @@ def create_optimizer(num_training_steps: int, kind: str = "adam", learning_rate:
         `learning_rate`: the step size at the first gradient step (6e-4).
         `lr_decay`: how the learning rate goes to `final_learning_rate` over the training steps: 'linear',
             'polynomial' (with `lr_decay_power`) or 'none' (it stays at `learning_rate`) ('linear'). The steps
-            span run_learner.schedule_frames (else the budget).
+            span training.schedule_frames (else the budget).
         `lr_decay_power`: exponent of the 'polynomial' decay (2.0); unused otherwise.
         `final_learning_rate`: the learning rate at the last training step (0.0).
         `epsilon`: the optimizer's epsilon, added to the denominator for stability (1e-8).

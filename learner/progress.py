@@ -103,7 +103,7 @@ class Progress:
         self.returns = collections.deque(maxlen=100)
         self.evaluation_returns = collections.deque(maxlen=100)
         self.num_episodes = 0
-        self.tracker = None  # a WandbTracker when run_learner.wandb_project is set
+        self.tracker = None  # a WandbTracker when reporting.wandb_project is set
         counts = self._counts()
         self._window = RateWindow(interval_s / 2, time.monotonic(), counts)
         self._time_left = TimeLeft(interval_s, time.monotonic(), counts["frames"])

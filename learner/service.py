@@ -56,13 +56,13 @@ class LearnerServicer(seed_pb2_grpc.LearnerServicer):
             self._reject(context, grpc.StatusCode.INVALID_ARGUMENT, mismatch)
         if hello.num_envs > self._slots.max_slots:  # never fits: the actor must not retry
             self._reject(context, grpc.StatusCode.INVALID_ARGUMENT,
-                         f"{hello.num_envs} envs can never fit in run_learner.max_env_slots = "
+                         f"{hello.num_envs} envs can never fit in inference.max_env_slots = "
                          f"{self._slots.max_slots}; raise it or give each actor fewer envs")
         slot_ids = self._slots.allocate(hello.num_envs)
         if slot_ids is None:
             self._reject(context, grpc.StatusCode.RESOURCE_EXHAUSTED,
                          f"no room for {hello.num_envs} more envs ({self._slots.num_free} of "
-                         f"{self._slots.max_slots} slots free); raise run_learner.max_env_slots")
+                         f"{self._slots.max_slots} slots free); raise inference.max_env_slots")
         return hello, slot_ids
 
     @staticmethod

@@ -27,7 +27,7 @@ class WandbTracker:
         try:
             import wandb
         except ImportError:
-            raise ValueError("run_learner.wandb_project is set but wandb is not installed: "
+            raise ValueError("reporting.wandb_project is set but wandb is not installed: "
                              ".venv/bin/pip install -e '.[wandb]' in the checkout (or unset wandb_project)") from None
         id_path = os.path.join(logdir, "wandb_run_id")
         if os.path.exists(id_path):
@@ -44,7 +44,7 @@ class WandbTracker:
         except Exception as e:  # not logged in, no network, a bad entity: W&B's own error types vary
             raise ValueError(f"W&B could not start run {run_id} in project {project!r}: "
                              f"{str(e).splitlines()[0] if str(e) else type(e).__name__}; log in (wandb login or "
-                             "WANDB_API_KEY), or set WANDB_MODE=offline, or unset run_learner.wandb_project") from e
+                             "WANDB_API_KEY), or set WANDB_MODE=offline, or unset reporting.wandb_project") from e
         self.run.define_metric("*", step_metric="frames")
         log.info("W&B run %s (project %s, mode %s)", run_id, project, self.run.settings.mode)
 

@@ -31,7 +31,7 @@ def server_credentials(cert_file: str | None, key_file: str | None):
     if not cert_file and not key_file:
         return None
     if not (cert_file and key_file):
-        raise ValueError("TLS needs both run_learner.tls_cert_file and run_learner.tls_key_file")
+        raise ValueError("TLS needs both service.tls_cert_file and service.tls_key_file")
     return grpc.ssl_server_credentials([(_read(key_file, "TLS key"), _read(cert_file, "TLS certificate"))])
 
 

@@ -174,8 +174,8 @@ def _registered_names() -> list:
 
 
 #: Settings a resumed run may change without being refused: they move the stop or lay out the
-#: processes or the device, and leave what is learned per frame alone (the schedules have run_learner.schedule_frames).
-RESUMABLE_CHANGES = ("run_learner.total_environment_frames", "run_actor.num_envs", "run_learner.device")
+#: processes or the device, and leave what is learned per frame alone (the schedules have training.schedule_frames).
+RESUMABLE_CHANGES = ("training.total_environment_frames", "run_actor.num_envs", "inference.device")
 REQUESTED_CONFIG = "requested_config.gin"
 
 

@@ -19,8 +19,8 @@ FRAMES_PER_UPDATE = 8 * 20  # classic_vtrace.gin: batch 8 x unroll 20, one frame
 def main(root):
     workers = [f"127.0.0.1:{processes.free_loopback_port()}" for _ in range(2)]
     learners, actors, logdirs = [], [], []
-    bindings = ["create_strategy.kind='multi_worker'", "run_learner.progress_interval_s=1",
-                f"run_learner.total_environment_frames={UPDATES * FRAMES_PER_UPDATE}"]
+    bindings = ["create_strategy.kind='multi_worker'", "reporting.progress_interval_s=1",
+                f"training.total_environment_frames={UPDATES * FRAMES_PER_UPDATE}"]
     try:
         for index in range(2):
             logdir = os.path.join(root, f"learner{index}")

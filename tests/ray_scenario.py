@@ -31,7 +31,7 @@ def main(logdir):
     gpu_node = cluster.add_node(**NODE, num_cpus=1, num_gpus=1)
     cpu_node = cluster.add_node(**NODE, num_cpus=2)
     ray.init(address=cluster.address)
-    job = RayJob(["--gin_config", "classic_vtrace.gin", "--gin_bindings", "run_learner.progress_interval_s=1",
+    job = RayJob(["--gin_config", "classic_vtrace.gin", "--gin_bindings", "reporting.progress_interval_s=1",
                   "--gin_bindings", "run_actor.num_envs=2"], logdir, num_actors=2, learner_host="127.0.0.1",
                  learner_gpus=1, env={"PYTHONPATH": os.environ.get("PYTHONPATH", "")})
     result = {"learner_node": job.learner_node, "gpu_node": gpu_node.node_id, "cpu_node": cpu_node.node_id,

@@ -106,7 +106,7 @@ def test_learning_benchmark_trains_a_real_run_to_its_frame_budget_and_writes_its
     assert len(rows) == summary[0]["episodes"] > 5
     assert all(a[0] <= b[0] and 0 <= a[1] <= b[1] for a, b in zip(rows, rows[1:]))  # frames and wall time rise
     assert (tmp_path / "smoke.png").stat().st_size > 0
-    assert "run_learner.seed = 3" in (tmp_path / "smoke_seed3" / "learner_operative_config.gin").read_text()
+    assert "training.seed = 3" in (tmp_path / "smoke_seed3" / "learner_operative_config.gin").read_text()
     assert "run_actor.seed = 3" in (tmp_path / "smoke_seed3" / "actor_operative_config.gin").read_text()
 
     # The same command again is refused; with --resume it goes on from the checkpoint to the new budget.
@@ -211,7 +211,7 @@ def test_chaos_run_survives_killed_actors_a_killed_learner_and_a_stopped_actor(t
 def test_replay_mixes_benchmark_measures_each_mix_beside_the_default(tmp_path):
     records = run_benchmark("replay_mixes.py", "--env", "classic", "--actors", "1", "--envs", "4", "--mixes",
                             "elite_strata", "--seconds", "35", "--warmup_s", "3", "--logdir", str(tmp_path),
-                            "--gin_bindings", "run_learner.progress_interval_s=1",
+                            "--gin_bindings", "reporting.progress_interval_s=1",
                             "--gin_bindings", "VTraceAgent.min_replay_unrolls=8", timeout_s=300)
     assert [r["mix"] for r in records] == ["default", "elite_strata"]
     default, elite = records

@@ -78,8 +78,8 @@ def launch(logdir, spec, *args):
 def test_seed_launch_runs_learner_and_actor_replicas_and_restarts_a_killed_actor_and_learner(tmp_path):
     learner_address = f"127.0.0.1:{free_loopback_port()}"
     actors = [f"127.0.0.1:{free_loopback_port()}"]  # an actor replica's own address; actors listen on nothing
-    bindings = ["--gin_bindings", "run_learner.progress_interval_s=1", "--gin_bindings", "run_actor.num_envs=2",
-                "--gin_bindings", "run_learner.checkpoint_interval_s=1"]
+    bindings = ["--gin_bindings", "reporting.progress_interval_s=1", "--gin_bindings", "run_actor.num_envs=2",
+                "--gin_bindings", "training.checkpoint_interval_s=1"]
     learner = launch(tmp_path, cluster_spec("workerpool0", 0, learner_address, actors), *bindings)
     replica = launch(tmp_path, cluster_spec("workerpool1", 0, learner_address, actors), "--actors_per_replica", "2",
                      *bindings)

@@ -52,7 +52,7 @@ def test_run_local_docker_builds_the_image_and_runs_the_same_job_inside(tmp_path
     env = dict(os.environ, SEED_CONTAINER_ENGINE=str(engine), FAKE_ENGINE_LOG=str(log), SEED_IMAGE="seed:test")
     result = subprocess.run(
         ["./run_local.sh", "--docker", "classic", "vtrace", "1", "2", "--logdir", str(logdir),
-         "--gin_bindings", "run_learner.total_environment_frames=3000"],
+         "--gin_bindings", "training.total_environment_frames=3000"],
         cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     calls = [json.loads(line) for line in log.read_text().splitlines()]
@@ -81,7 +81,7 @@ def test_run_local_docker_gpu_builds_the_gpu_image_and_hands_the_container_the_g
     run = calls[2]
     assert run[run.index("--gpus") + 1] == "all" and "seed:gpu" in run
     assert result.returncode == 2
-    assert "run_learner.device='gpu', but TensorFlow finds no usable GPU" in result.stderr, result.stderr[-3000:]
+    assert "inference.device='gpu', but TensorFlow finds no usable GPU" in result.stderr, result.stderr[-3000:]
 
 
 def test_run_local_docker_without_an_engine_says_so(tmp_path):
@@ -100,7 +100,7 @@ def test_run_local_runs_from_an_image_like_directory_without_setup_cfg(tmp_path)
     shutil.copy(REPO_ROOT / "run_local.sh", app / "run_local.sh")
     env = dict(os.environ, SEED_NO_VENV="1", SEED_PYTHON=sys.executable)
     result = subprocess.run(["./run_local.sh", "classic", "vtrace", "1", "2", "--gin_bindings",
-                             "run_learner.total_environment_frames=3000"], cwd=app, env=env, capture_output=True,
+                             "training.total_environment_frames=3000"], cwd=app, env=env, capture_output=True,
                             text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "done: trained to its budget" in result.stderr

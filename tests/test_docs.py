@@ -18,7 +18,7 @@ def test_the_docs_build_strictly_with_the_generated_parameter_reference(tmp_path
     assert result.returncode == 0, f"mkdocs build --strict failed:\n{result.stdout}\n{result.stderr}"
     reference = (site / "parameters" / "index.html").read_text()
     # Spot checks that the generated page holds the tables, not just its heading.
-    for name in ("run_learner", "VTraceAgent", "create_atari_envs", "SACTrainer"):
+    for name in ("training", "VTraceAgent", "create_atari_envs", "SACTrainer"):
         assert f'id="{name.lower()}"' in reference, f"the parameter reference has no section for {name}"
     assert "total_environment_frames" in reference
     for figure in ("architecture.svg", "data_path.svg"):

@@ -42,8 +42,8 @@ def train_until_solved(logdir, config, learner_bindings, actor_bindings, window,
     """Trains CartPole on 2 actors with a budget of `budget` env steps, and stops the run
     (SIGTERM, as Ctrl-C would) as soon as the best mean return over `window` episodes within it
     reaches `solved_at`, instead of training out the budget. Returns that best mean return."""
-    learner_bindings = list(learner_bindings) + [f"run_learner.total_environment_frames={budget}",
-                                                 "run_learner.progress_interval_s=1"]  # episodes.csv is flushed then
+    learner_bindings = list(learner_bindings) + [f"training.total_environment_frames={budget}",
+                                                 "reporting.progress_interval_s=1"]  # episodes.csv is flushed then
     learner = processes.start_learner(logdir, config, learner_bindings)
     processes_started = [learner]
     try:
@@ -65,7 +65,7 @@ def checkpoint_counters(logdir):
 
 
 def test_vtrace_learns_cartpole_within_300k_steps(tmp_path):
-    best = train_until_solved(tmp_path, "classic_vtrace.gin", ["run_learner.seed=1"], ["run_actor.num_envs=4"],
+    best = train_until_solved(tmp_path, "classic_vtrace.gin", ["training.seed=1"], ["run_actor.num_envs=4"],
                               window=20)
     assert best >= 195, f"best mean return over 20 episodes within {CARTPOLE_STEP_BUDGET} steps: {best:.1f}"
 
@@ -74,7 +74,7 @@ PPO_CARTPOLE_STEP_BUDGET = 150_000  # seed 1 reached a mean of 259 over 100 epis
 
 
 def test_ppo_learns_cartpole_within_150k_steps(tmp_path):
-    best = train_until_solved(tmp_path, "classic_ppo.gin", ["run_learner.seed=1"], ["run_actor.num_envs=4"],
+    best = train_until_solved(tmp_path, "classic_ppo.gin", ["training.seed=1"], ["run_actor.num_envs=4"],
                               window=20, budget=PPO_CARTPOLE_STEP_BUDGET)
     assert best >= 195, f"best mean return over 20 episodes within {PPO_CARTPOLE_STEP_BUDGET} steps: {best:.1f}"
 
@@ -83,8 +83,8 @@ SAC_PENDULUM_STEP_BUDGET = 15_000  # seed 1, 1 actor x 2 envs: greedy mean -109 
 
 
 def test_sac_learns_pendulum_within_15k_steps(tmp_path):
-    run_to_budget(tmp_path, "classic_sac.gin", 1, ["run_learner.seed=1",
-                                                   f"run_learner.total_environment_frames={SAC_PENDULUM_STEP_BUDGET}"],
+    run_to_budget(tmp_path, "classic_sac.gin", 1, ["training.seed=1",
+                                                   f"training.total_environment_frames={SAC_PENDULUM_STEP_BUDGET}"],
                   ["run_actor.num_envs=2"], timeout_s=600)
     result = subprocess.run([sys.executable, "-m", "learner.evaluate", "--logdir", str(tmp_path), "--episodes", "10",
                              "--num_envs", "2", "--json", str(tmp_path / "eval.json")],
@@ -95,13 +95,13 @@ def test_sac_learns_pendulum_within_15k_steps(tmp_path):
 
 
 def test_atari_smoke_trains_checkpoints_and_resumes(tmp_path):
-    bindings = ["VTraceAgent.batch_size=2", "VTraceAgent.minibatches=2", "run_learner.inference_batch_size=4",
-                "VTraceAgent.unroll_queue_capacity=4", "run_learner.progress_interval_s=2"]
+    bindings = ["VTraceAgent.batch_size=2", "VTraceAgent.minibatches=2", "inference.batch_size=4",
+                "VTraceAgent.unroll_queue_capacity=4", "reporting.progress_interval_s=2"]
     actor_bindings = ["run_actor.num_envs=2"]
     frames_per_update = 2 * 20 * 4
     steps_per_update = 2 * 2  # atari_vtrace.gin's 2 epochs of 2 minibatches
     run_to_budget(tmp_path, "atari_vtrace.gin", 2,
-                  bindings + [f"run_learner.total_environment_frames={200 * frames_per_update}"],
+                  bindings + [f"training.total_environment_frames={200 * frames_per_update}"],
                   actor_bindings, timeout_s=600)
     assert checkpoint_counters(tmp_path) == (200 * frames_per_update, 200 * steps_per_update)
     records = [json.loads(line) for line in (tmp_path / "progress.jsonl").read_text().splitlines()]
@@ -114,7 +114,7 @@ def test_atari_smoke_trains_checkpoints_and_resumes(tmp_path):
     # The resumed run makes the same gradient steps with the minibatch loop in one compiled call, a change
     # of settings it is told to accept.
     run_to_budget(tmp_path, "atari_vtrace.gin", 2,
-                  bindings + [f"run_learner.total_environment_frames={300 * frames_per_update}",
+                  bindings + [f"training.total_environment_frames={300 * frames_per_update}",
                               "VTraceTrainer.minibatch_loop_in_graph=True"],
                   actor_bindings, timeout_s=600, learner_flags=["--resume_with_changes"])
     assert f"resuming at 32000 environment frames, {200 * steps_per_update} gradient steps" in (
@@ -126,7 +126,7 @@ def test_atari_smoke_trains_checkpoints_and_resumes(tmp_path):
 def test_vtrace_learns_cartpole_on_two_mirrored_replicas(tmp_path):
     """The same learning bar with the update split over two (logical CPU) replicas."""
     best = train_until_solved(tmp_path, "classic_vtrace.gin",
-                              ["run_learner.seed=1", "create_strategy.kind='mirrored'",
+                              ["training.seed=1", "create_strategy.kind='mirrored'",
                                "create_strategy.cpu_replicas=2"],
                               ["run_actor.num_envs=4"], window=20)
     assert "training on 2 replicas (MirroredStrategy)" in (tmp_path / "logs" / "learner.log").read_text()
@@ -138,12 +138,12 @@ def test_vtrace_with_replay_counts_fresh_frames_reports_its_mix_and_resumes(tmp_
     its own thread): the frame budget counts only fresh unrolls' frames, those that filled the replay
     before the first update included, and the progress record reports every source."""
     bindings = ["VTraceAgent.sources={'queue': 0.5, 'uniform': 0.125, 'prioritised': 0.125, 'elite': 0.125, "
-                "'attentive': 0.125}", "VTraceAgent.min_replay_unrolls=8", "run_learner.progress_interval_s=1"]
+                "'attentive': 0.125}", "VTraceAgent.min_replay_unrolls=8", "reporting.progress_interval_s=1"]
     # CartPole: one frame per step, batch 8 x 20. The first update consumes 2 x 4 unrolls of fill and
     # its own 4 fresh ones; every later one 4.
     first, later = 12 * 20, 4 * 20
     budget = first + 99 * later
-    run_to_budget(tmp_path, "classic_vtrace.gin", 2, bindings + [f"run_learner.total_environment_frames={budget}"],
+    run_to_budget(tmp_path, "classic_vtrace.gin", 2, bindings + [f"training.total_environment_frames={budget}"],
                   ["run_actor.num_envs=4"], timeout_s=300)
     assert checkpoint_counters(tmp_path) == (budget, 100)
     records = [json.loads(line) for line in (tmp_path / "progress.jsonl").read_text().splitlines()]
@@ -156,7 +156,7 @@ def test_vtrace_with_replay_counts_fresh_frames_reports_its_mix_and_resumes(tmp_
                and 0 < r["data/prioritised_loss_weight"] <= 1 for r in mixed)
 
     run_to_budget(tmp_path, "classic_vtrace.gin", 2,
-                  bindings + [f"run_learner.total_environment_frames={budget + 800}"],
+                  bindings + [f"training.total_environment_frames={budget + 800}"],
                   ["run_actor.num_envs=4"], timeout_s=300)
     # The replay is not checkpointed: the resumed run fills it again before its first update.
     assert checkpoint_counters(tmp_path) == (budget + first + 7 * later, 108)

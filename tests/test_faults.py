@@ -6,8 +6,8 @@ import signal
 from tests import processes
 from tests.processes import wait_until
 
-BINDINGS = ["run_learner.checkpoint_interval_s=1", "run_learner.progress_interval_s=1",
-            "run_learner.total_environment_frames=100000000"]
+BINDINGS = ["training.checkpoint_interval_s=1", "reporting.progress_interval_s=1",
+            "training.total_environment_frames=100000000"]
 
 
 def latest_frames(logdir):
@@ -83,8 +83,8 @@ def test_sigterm_stops_each_role_cleanly_within_seconds_and_the_learner_checkpoi
 
 def test_diverging_training_stops_the_learner_with_a_clear_error_and_no_checkpoint_over_the_good_one(tmp_path):
     # A learning rate this large turns the weights non-finite after the first update.
-    diverging = BINDINGS + ["create_optimizer.learning_rate=1e30", "run_learner.max_consecutive_skipped_updates=5",
-                            "run_learner.checkpoint_interval_s=1000000"]
+    diverging = BINDINGS + ["create_optimizer.learning_rate=1e30", "training.max_consecutive_skipped_updates=5",
+                            "training.checkpoint_interval_s=1000000"]
     learner = processes.start_learner(tmp_path, "classic_vtrace.gin", diverging)
     actors = []
     try:

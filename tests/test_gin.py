@@ -146,7 +146,7 @@ def test_sticky_config_sets_repeat_action_probability():
 
 def test_learner_reports_bad_settings_found_at_start_in_one_line(tmp_path):
     result = run_role("learner", "--gin_config", "classic_vtrace.gin", "--logdir", str(tmp_path),
-                      "--gin_bindings", "run_learner.reward_clipping='tanh'")
+                      "--gin_bindings", "training.reward_clipping='tanh'")
     assert result.returncode == 2
     assert "seed-learner: error: unknown reward_clipping 'tanh'; use one of" in result.stderr
     assert "Traceback" not in result.stderr
@@ -157,13 +157,13 @@ def test_an_agent_refuses_an_env_whose_action_kind_it_does_not_declare_in_one_li
                       "--gin_bindings", "GAME='Pendulum-v1'")
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines()[-1] == (
-        "seed-learner: error: run_learner.agent: VTraceAgent acts in discrete action spaces; this env has "
+        "seed-learner: error: training.agent: VTraceAgent acts in discrete action spaces; this env has "
         "continuous 1 actions in [-2, 2] (agents for them: @PPOAgent, @SACAgent)")
 
 
 @pytest.mark.parametrize("role, binding, message", [
     # Before: a batcher that spun on empty batches; a ZeroDivisionError traceback; a traceback.
-    ("learner", "run_learner.inference_batch_size=0", "run_learner.inference_batch_size must be positive, got 0"),
+    ("learner", "inference.batch_size=0", "inference.batch_size must be positive, got 0"),
     ("learner", "VTraceAgent.batch_size=0", "VTraceAgent.batch_size must be positive, got 0"),
     ("actors", "run_actor.num_envs=0", "run_actor.num_envs must be positive, got 0")])
 def test_out_of_range_settings_stop_a_role_at_start_in_one_line(role, binding, message, tmp_path):
@@ -202,7 +202,7 @@ def test_resuming_with_other_settings_is_refused_naming_them_unless_asked_for(tm
             gin_setup.check_requested_config(str(tmp_path), resuming, allow)
 
         ask(["VTraceLoss.entropy_cost=0.005"], resuming=False)  # the start: saved, nothing to compare
-        ask(["VTraceLoss.entropy_cost=0.005", "run_learner.total_environment_frames=20_000_000"])  # a budget only
+        ask(["VTraceLoss.entropy_cost=0.005", "training.total_environment_frames=20_000_000"])  # a budget only
         with pytest.raises(ValueError) as refused:
             ask(["VTraceLoss.entropy_cost=0.01"])
         message = str(refused.value)
@@ -217,13 +217,13 @@ def test_resuming_with_other_settings_is_refused_naming_them_unless_asked_for(tm
 
 
 @pytest.mark.parametrize("device, code, says", [
-    ("cpu", 0, "inference and training on the CPU (run_learner.device='cpu')"),
-    ("gpu", 2, "run_learner.device='gpu', but TensorFlow finds no usable GPU: "),
-    ("tpu", 2, "run_learner.device='tpu' is unknown; use one of 'auto', 'cpu', 'gpu'")])
+    ("cpu", 0, "inference and training on the CPU (inference.device='cpu')"),
+    ("gpu", 2, "inference.device='gpu', but TensorFlow finds no usable GPU: "),
+    ("tpu", 2, "inference.device='tpu' is unknown; use one of 'auto', 'cpu', 'gpu'")])
 def test_the_learner_says_which_device_runs_it_and_refuses_a_gpu_it_cannot_have(device, code, says, tmp_path):
     result = run_role("learner", "--gin_config", "classic_vtrace.gin", "--logdir", str(tmp_path), "--address",
-                      "127.0.0.1:0", "--gin_bindings", f"run_learner.device='{device}'",
-                      "--gin_bindings", "run_learner.total_environment_frames=0")  # stops at once after the start
+                      "127.0.0.1:0", "--gin_bindings", f"inference.device='{device}'",
+                      "--gin_bindings", "training.total_environment_frames=0")  # stops at once after the start
     assert result.returncode == code, result.stderr[-2000:]
     assert says in result.stderr
     if code:

@@ -57,7 +57,7 @@ def test_actors_in_other_namespaces_train_with_the_learner_over_a_bridge(hosts, 
     learner_ns, learner_ip = hosts["learner"]
     learner = netns_exec(learner_ns, [sys.executable, "-m", "learner", "--logdir", str(tmp_path / "learner"),
                                       "--address", f"{learner_ip}:0", "--gin_config", "classic_vtrace.gin",
-                                      "--gin_bindings", "run_learner.progress_interval_s=1"],
+                                      "--gin_bindings", "reporting.progress_interval_s=1"],
                          env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     running = [learner]
     try:

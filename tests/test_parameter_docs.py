@@ -11,11 +11,13 @@ import learner.agents  # noqa: F401
 import learner.learner  # noqa: F401
 import learner.networks  # noqa: F401
 import learner.optimizers  # noqa: F401
+import learner.settings  # noqa: F401
 import learner.strategy  # noqa: F401
 import seed.envs  # noqa: F401
 
-CONFIGURABLES = ("create_envs", "create_atari_envs", "create_gym_envs", "run_actor", "run_learner", "create_strategy",
-                 "create_optimizer", "ActorCriticNetwork", "DuelingQNetwork", "VTraceAgent", "VTraceLoss",
+CONFIGURABLES = ("create_envs", "create_atari_envs", "create_gym_envs", "run_actor", "training", "inference",
+                 "service", "reporting", "create_strategy", "create_optimizer", "ActorCriticNetwork",
+                 "DuelingQNetwork", "VTraceAgent", "VTraceLoss",
                  "VTraceTrainer", "R2D2Agent", "R2D2Trainer", "FixedActionAgent", "PPOAgent", "PPOLoss", "PPOTrainer",
                  "ContinuousActorCriticNetwork", "SACAgent", "SACTrainer", "create_mujoco_envs", "PrioritisedSampler",
                  "EliteSampler", "AttentiveSampler")

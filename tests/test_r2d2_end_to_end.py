@@ -17,7 +17,7 @@ LEARNED = 150.0
 
 
 def test_r2d2_learns_cartpole_evaluation_return(tmp_path):
-    best = train_until_solved(tmp_path, "classic_r2d2.gin", ["run_learner.seed=1"], ["run_actor.num_envs=4"],
+    best = train_until_solved(tmp_path, "classic_r2d2.gin", ["training.seed=1"], ["run_actor.num_envs=4"],
                               window=5, evaluation=True, budget=CARTPOLE_STEP_BUDGET)
     assert best >= LEARNED, (f"best mean evaluation return over 5 episodes within {CARTPOLE_STEP_BUDGET} steps: "
                              f"{best:.1f} (random play: about 22)")
@@ -27,9 +27,9 @@ def test_r2d2_atari_smoke_fills_replay_trains_checkpoints_and_resumes(tmp_path):
     bindings = ["R2D2Agent.unroll_length=10", "R2D2Agent.burn_in=5", "R2D2Agent.batch_size=4",
                 "R2D2Agent.replay_capacity_steps=5000", "R2D2Agent.min_replay_sequences=8",
                 "R2D2Trainer.target_update_period=10", "DuelingQNetwork.lstm_units=64",
-                "DuelingQNetwork.head_hidden_units=64", "run_learner.inference_batch_size=4",
-                "run_learner.progress_interval_s=2", "R2D2Agent.checkpoint_replay=True"]
-    run_to_budget(tmp_path, "atari_r2d2.gin", 2, bindings + ["run_learner.total_environment_frames=12000"],
+                "DuelingQNetwork.head_hidden_units=64", "inference.batch_size=4",
+                "reporting.progress_interval_s=2", "R2D2Agent.checkpoint_replay=True"]
+    run_to_budget(tmp_path, "atari_r2d2.gin", 2, bindings + ["training.total_environment_frames=12000"],
                   ["run_actor.num_envs=2"], timeout_s=600)
     records = [json.loads(line) for line in (tmp_path / "progress.jsonl").read_text().splitlines()]
     trained = [r for r in records if "loss/td" in r]
@@ -42,7 +42,7 @@ def test_r2d2_atari_smoke_fills_replay_trains_checkpoints_and_resumes(tmp_path):
     updates = int(reader.get_tensor("optimizer/_iterations/.ATTRIBUTES/VARIABLE_VALUE"))
     assert frames >= 12000 and updates > 0
 
-    run_to_budget(tmp_path, "atari_r2d2.gin", 2, bindings + [f"run_learner.total_environment_frames={frames + 6000}"],
+    run_to_budget(tmp_path, "atari_r2d2.gin", 2, bindings + [f"training.total_environment_frames={frames + 6000}"],
                   ["run_actor.num_envs=2"], timeout_s=600)
     log = (tmp_path / "logs" / "learner.log").read_text()
     assert f"resuming at {frames} environment frames, {updates} gradient steps" in log

@@ -142,7 +142,7 @@ def test_the_run_stops_with_the_reason_when_every_actor_has_given_up(tmp_path):
             os.killpg(run.pid, signal.SIGKILL)  # the learner too, if the script hung
     assert run.returncode == 2
     assert "run_local.sh: every actor has exited; actor_0 said:" in stderr
-    assert "300 envs can never fit in run_learner.max_env_slots = 256" in stderr
+    assert "300 envs can never fit in inference.max_env_slots = 256" in stderr
 
 
 def test_a_failed_start_leaves_no_new_run_directory_and_keeps_an_existing_one(tmp_path):
@@ -210,7 +210,7 @@ def test_a_learner_killed_before_its_first_checkpoint_is_reported_as_such(tmp_pa
     """SIGKILL (as the out-of-memory killer sends) leaves no checkpoint when none was due yet:
     run_local.sh must say so instead of promising a resume."""
     run = RunLocal("classic", "vtrace", "1", "2", "--logdir", str(tmp_path),
-                   "--gin_bindings", "run_learner.checkpoint_interval_s=3600",
+                   "--gin_bindings", "training.checkpoint_interval_s=3600",
                    env={"SEED_LEARNER_RESTARTS": "0"})  # so the run stops instead of restarting its learner
     run.wait_for("loss policy")
     os.kill(run.learner_pid(), signal.SIGKILL)
@@ -223,7 +223,7 @@ def test_a_learner_killed_before_its_first_checkpoint_is_reported_as_such(tmp_pa
 
 def test_a_killed_learner_is_restarted_from_its_checkpoint_and_training_continues(tmp_path):
     run = RunLocal("classic", "vtrace", "1", "2", "--logdir", str(tmp_path),
-                   "--gin_bindings", "run_learner.checkpoint_interval_s=1")
+                   "--gin_bindings", "training.checkpoint_interval_s=1")
     run.wait_for("loss policy")
     deadline = time.monotonic() + 60
     while not (tmp_path / "checkpoints" / "latest.json").exists():  # the first periodic checkpoint

@@ -12,10 +12,10 @@ def test_actor_trains_over_tls_with_a_token_and_one_with_the_wrong_ca_gives_up_w
     other_ca, _ = make_certificate(tmp_path, "other")
     token = tmp_path / "token"
     token.write_text("correct horse battery staple\n")
-    security = [f"run_learner.tls_cert_file='{cert}'", f"run_learner.tls_key_file='{key}'",
-                f"run_learner.auth_token_file='{token}'", f"run_actor.auth_token_file='{token}'"]
+    security = [f"service.tls_cert_file='{cert}'", f"service.tls_key_file='{key}'",
+                f"service.auth_token_file='{token}'", f"run_actor.auth_token_file='{token}'"]
     learner = processes.start_learner(tmp_path, "classic_vtrace.gin",
-                                      security + ["run_learner.checkpoint_interval_s=1"])
+                                      security + ["training.checkpoint_interval_s=1"])
     address = processes.wait_for_address(tmp_path, learner)
     host_address = address.replace("127.0.0.1", "localhost")
     actors = processes.start_actors(tmp_path, "classic_vtrace.gin", host_address, 1,
@@ -40,7 +40,7 @@ def test_run_files_follow_the_umask_and_stay_inside_the_run_directory(tmp_path):
     logdir = tmp_path / "run"
     logdir.mkdir()
     env = dict(os.environ, PYTHONPATH=str(processes.REPO_ROOT), TF_CPP_MIN_LOG_LEVEL="3")
-    common = ["--gin_config", "classic_vtrace.gin", "--gin_bindings", "run_learner.total_environment_frames=3200"]
+    common = ["--gin_config", "classic_vtrace.gin", "--gin_bindings", "training.total_environment_frames=3200"]
     learner = subprocess.Popen([sys.executable, "-m", "learner", "--logdir", str(logdir), "--address", "127.0.0.1:0",
                                 *common], cwd=workdir, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                preexec_fn=lambda: os.umask(0o077))

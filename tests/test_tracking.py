@@ -56,10 +56,10 @@ def read_wandb_run(path):
 
 def test_gin_settings_reads_the_operative_config_with_continued_values():
     text = ("# Parameters for VTraceAgent:\n# ====\nVTraceAgent.batch_size = 8\n"
-            "VTraceAgent.sources = \\\n    {'queue': 0.5, 'uniform': 0.5}\n\nrun_learner.agent = @VTraceAgent\n")
+            "VTraceAgent.sources = \\\n    {'queue': 0.5, 'uniform': 0.5}\n\ntraining.agent = @VTraceAgent\n")
     assert gin_settings(text) == {"VTraceAgent.batch_size": "8",
                                   "VTraceAgent.sources": "\\ {'queue': 0.5, 'uniform': 0.5}",
-                                  "run_learner.agent": "@VTraceAgent"}
+                                  "training.agent": "@VTraceAgent"}
 
 
 def test_a_run_and_its_resume_are_one_wandb_run_with_config_and_scalars(tmp_path, monkeypatch):
@@ -69,11 +69,11 @@ def test_a_run_and_its_resume_are_one_wandb_run_with_config_and_scalars(tmp_path
     monkeypatch.setenv("WANDB_CACHE_DIR", str(tmp_path / "wandb_cache"))
     logdir = tmp_path / "run"
     logdir.mkdir()
-    bindings = ["run_learner.wandb_project='seed-test'", "run_learner.wandb_tags=['ci']",
-                "run_learner.progress_interval_s=1", "VTraceAgent.batch_size=4"]
-    run_to_budget(logdir, "classic_vtrace.gin", 1, bindings + ["run_learner.total_environment_frames=8000"],
+    bindings = ["reporting.wandb_project='seed-test'", "reporting.wandb_tags=['ci']",
+                "reporting.progress_interval_s=1", "VTraceAgent.batch_size=4"]
+    run_to_budget(logdir, "classic_vtrace.gin", 1, bindings + ["training.total_environment_frames=8000"],
                   ["run_actor.num_envs=4"], timeout_s=300)
-    run_to_budget(logdir, "classic_vtrace.gin", 1, bindings + ["run_learner.total_environment_frames=16000"],
+    run_to_budget(logdir, "classic_vtrace.gin", 1, bindings + ["training.total_environment_frames=16000"],
                   ["run_actor.num_envs=4"], timeout_s=300)
 
     logs = sorted(glob.glob(str(logdir / "wandb" / "offline-run-*" / "run-*.wandb")))
@@ -81,7 +81,7 @@ def test_a_run_and_its_resume_are_one_wandb_run_with_config_and_scalars(tmp_path
     (first_id, config, first), (second_id, _, second) = (read_wandb_run(p) for p in logs)
     saved_id = (logdir / "wandb_run_id").read_text().strip()
     assert first_id == second_id == saved_id  # the resume continued the same W&B run
-    assert config["VTraceAgent.batch_size"] == "4" and config["run_learner.wandb_project"] == "'seed-test'"
+    assert config["VTraceAgent.batch_size"] == "4" and config["reporting.wandb_project"] == "'seed-test'"
     trained = [row for row in first + second if "loss/policy" in row]
     assert trained and all(isinstance(row["loss/policy"], float) and row["frames"] > 0 for row in trained)
     first_frames = [row["frames"] for row in first if "frames" in row]
@@ -98,7 +98,7 @@ def test_wandb_that_cannot_start_a_run_stops_the_learner_at_start_in_one_line(tm
     monkeypatch.setenv("WANDB_CONFIG_DIR", str(tmp_path / "no_login"))  # no saved login either
     monkeypatch.setenv("WANDB_SILENT", "true")
     result = run_role("learner", "--gin_config", "classic_vtrace.gin", "--logdir", str(tmp_path),
-                      "--gin_bindings", "run_learner.wandb_project='seed-test'")
+                      "--gin_bindings", "reporting.wandb_project='seed-test'")
     assert result.returncode == 2 and "Traceback" not in result.stderr
     last = result.stderr.splitlines()[-1]
     assert last.startswith("seed-learner: error: W&B could not start run") and "WANDB_MODE=offline" in last

@@ -47,7 +47,7 @@ class AgentContext:
     `spec`: the env family's observation and action spec. `num_stacked_frames`: frames the
     learner stacks into each observation. `max_slots`: env slots (rows of every per-env table).
     `schedule_frames`: the env frames the agent's schedules (learning rate, entropy, replay exponents)
-    span: run_learner.schedule_frames, else the run's budget; never the stop itself.
+    span: training.schedule_frames, else the run's budget; never the stop itself.
     `strategy`: the tf.distribute strategy to create variables under (only agents that
     declare `supports_strategy` get one with several replicas)."""
     spec: EnvSpec
@@ -147,7 +147,7 @@ def agents_that(predicate: Callable[[type], bool]) -> str:
 
 
 def numpy_seed() -> int:
-    """A seed for an agent's own generator, drawn from numpy's global one, which run_learner.seed
+    """A seed for an agent's own generator, drawn from numpy's global one, which training.seed
     seeds: a seeded run samples its replays and minibatches the same way again."""
     return int(np.random.randint(2 ** 31))
 

@@ -65,9 +65,9 @@ class Options:
         game = [f"GAME='{self.game}'"] if self.game_given else []
         bindings = [*self.bindings, *game, f"run_actor.num_envs={self.envs_per_actor}"]
         if self.frames is not None:
-            bindings.append(f"run_learner.total_environment_frames={self.frames}")
+            bindings.append(f"training.total_environment_frames={self.frames}")
         if self.gpu:
-            bindings.append("run_learner.device='gpu'")
+            bindings.append("inference.device='gpu'")
         return args + [a for b in bindings for a in ("--gin_bindings", b)]
 
 
@@ -186,7 +186,7 @@ def report_checkpoint(logdir: str) -> None:
             latest = json.load(f)
     except (OSError, ValueError):
         say(f"stopped; {logdir} has no checkpoint, so the same command starts this run from the beginning "
-            "(the learner saves one every run_learner.checkpoint_interval_s and when it stops cleanly)")
+            "(the learner saves one every training.checkpoint_interval_s and when it stops cleanly)")
         return
     if latest.get("budget_reached"):
         say(f"done: trained to its budget, {latest['environment_frames']:,} environment frames "

@@ -54,7 +54,7 @@ def _fake_run(directory, seed, frames_per_episode, returns):
     (directory / "learning_segments.json").write_text(json.dumps([[start - 5, start + len(returns)]]))
     (directory / "learner_operative_config.gin").write_text(
         "GAME = 'CartPole-v1'\ncreate_envs.factory = @create_classic_envs\ncreate_classic_envs.game = %GAME\n"
-        f"run_learner.agent = @VTraceAgent\nrun_learner.seed = {seed}\n")
+        f"training.agent = @VTraceAgent\ntraining.seed = {seed}\n")
 
 
 def test_publish_copies_runs_and_adds_their_manifest_entry_with_commit_and_host(tmp_path):

@@ -252,7 +252,7 @@ def test_more_envs_than_all_slots_is_invalid_so_the_actor_stops_retrying(learner
     with pytest.raises(grpc.RpcError) as error:
         client.send(handshake.make_hello("greedy", 9, SPEC))
     assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert "9 envs can never fit in run_learner.max_env_slots = 8" in error.value.details()
+    assert "9 envs can never fit in inference.max_env_slots = 8" in error.value.details()
     client.close()
 
 

@@ -1,11 +1,10 @@
-"""run_learner.tf_intra_op_threads / tf_inter_op_threads reach TensorFlow (in a fresh
+"""inference.tf_intra_op_threads / tf_inter_op_threads reach TensorFlow (in a fresh
 interpreter: TensorFlow fixes its thread pools at its first op)."""
 import subprocess
 import sys
 
 import pytest
 
-from learner.learner import set_tf_threads
 from tests.processes import REPO_ROOT
 
 CHECK = """
@@ -23,5 +22,7 @@ def test_thread_counts_reach_tensorflow():
 
 
 def test_negative_thread_counts_are_refused():
-    with pytest.raises(ValueError, match="run_learner.tf_intra_op_threads must be 0 or more, got -1"):
-        set_tf_threads(-1, 0)
+    from learner.settings import InferenceSettings
+
+    with pytest.raises(ValueError, match="inference.tf_intra_op_threads must be 0 or more, got -1"):
+        InferenceSettings(tf_intra_op_threads=-1)

@@ -46,7 +46,7 @@ class PPOAgent:
         `squash_actions`: continuous actions only: a tanh-Gaussian scaled to the bounds instead of a
             Gaussian whose samples are clipped to them (False).
         `scale_rewards`: divide rewards by the running standard deviation of each env's discounted return,
-            over all actors (False; True in mujoco_ppo.gin), after `run_learner.reward_clipping`.
+            over all actors (False; True in mujoco_ppo.gin), after `training.reward_clipping`.
         `recompute_advantages`: compute GAE again before every epoch after the first, from the values the
             network gave each step in the previous epoch's minibatches (and its values now for the
             unrolls' bootstrap steps), instead of once per batch from the values stored when acting

@@ -36,7 +36,7 @@ class PPOLoss:
                 `PPOAgent.scale_rewards`), so it depends on the reward scale.
             `entropy_cost`: weight of the entropy bonus at the first gradient step (0.01; 0.0 in mujoco_ppo.gin).
             `entropy_decay`: how that weight goes to `final_entropy_cost` over the run's gradient steps (the
-                ones the learning rate decays over: `run_learner.schedule_frames`, else the budget): 'linear', or
+                ones the learning rate decays over: `training.schedule_frames`, else the budget): 'linear', or
                 'none' (it stays at `entropy_cost`) ('none'). A wide policy explores early; a narrower one
                 late plays closer to what it learned (PPO's sampled Pong play stays ~2 points under its greedy play).
             `final_entropy_cost`: the weight at the last gradient step with 'linear' (0.0).

@@ -71,7 +71,7 @@ class R2D2Agent:
             `importance_exponent`: beta, each sample's loss weighted by (N * probability)^-beta, scaled to
                 a maximum of 1 in its batch (0.6; 0: unweighted).
             `num_eval_envs`: env slots (the lowest ids) that act with `eval_epsilon`, are reported apart and
-                are not stored (1); below run_learner.max_env_slots.
+                are not stored (1); below inference.max_env_slots.
             `eval_epsilon`: the evaluation envs' exploration epsilon (0.001).
             `epsilon_base`: Ape-X's base: each training slot explores with epsilon_base^(1 + epsilon_alpha * u),
                 u its slot's base-2 radical inverse in [0, 1) (0.4).
@@ -87,7 +87,7 @@ class R2D2Agent:
                 slows them instead of training less per env step (None: inserts never wait, and on a machine
                 whose learner cannot keep up the ratio falls below `replay_ratio`; 16 in atari_r2d2.gin).
             `seed`: seed of the replay's sampling (None: drawn from numpy's global generator, which
-                run_learner.seed seeds).
+                training.seed seeds).
         """
         spec, num_stacked_frames, max_slots = context.spec, context.num_stacked_frames, context.max_slots
         require_positive("R2D2Agent", unroll_length=unroll_length, batch_size=batch_size,
@@ -98,7 +98,7 @@ class R2D2Agent:
                              epsilon_alpha=epsilon_alpha)
         require_fraction("R2D2Agent", eval_epsilon=eval_epsilon, epsilon_base=epsilon_base)
         if num_eval_envs >= max_slots:
-            raise ValueError(f"R2D2Agent.num_eval_envs ({num_eval_envs}) must be below run_learner.max_env_slots "
+            raise ValueError(f"R2D2Agent.num_eval_envs ({num_eval_envs}) must be below inference.max_env_slots "
                              f"({max_slots}): evaluation envs take the lowest slots, the rest train")
         self.network = self.build_network(spec, num_stacked_frames)
         self.target_network = self.build_network(spec, num_stacked_frames)

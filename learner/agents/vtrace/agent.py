@@ -120,7 +120,7 @@ class VTraceAgent:
         self.batch_size = batch_size
         self.epochs = epochs
         self.minibatches = minibatches
-        self._shuffle = np.random.default_rng(numpy_seed())  # run_learner.seed seeds numpy
+        self._shuffle = np.random.default_rng(numpy_seed())  # training.seed seeds numpy
         self.state_size = self.network.state_size
 
         @batched_policy(self.network)

@@ -21,7 +21,7 @@ def test_epsilons_follow_the_ape_x_schedule_for_any_number_of_slots_in_use():
 def test_evaluation_envs_must_leave_slots_that_train():
     spec = EnvSpec((4,), "float32", 2)
     with pytest.raises(ValueError,
-                       match=r"R2D2Agent.num_eval_envs \(4\) must be below run_learner.max_env_slots \(4\)"):
+                       match=r"R2D2Agent.num_eval_envs \(4\) must be below inference.max_env_slots \(4\)"):
         R2D2Agent(AgentContext(spec, 1, 4, 1000),
                   num_eval_envs=4)
 
