@@ -58,7 +58,7 @@ def evaluate(policy, envs, num_stacked_frames: int, episodes: int, epsilon: floa
     steps = EnvStepBatch.from_env(observations, np.zeros(n, np.float32), np.zeros(n, np.uint8), np.zeros(n, bool))
     results = []
     while len(results) < episodes:
-        inputs, finished = table.observe(slot_ids, steps)
+        step, finished = table.observe(slot_ids, steps)
         if recorder is not None:
             recorder(steps.observations[0])
             if any(e.slot == 0 for e in finished):
@@ -67,8 +67,8 @@ def evaluate(policy, envs, num_stacked_frames: int, episodes: int, epsilon: floa
             results.append((e.raw_return, e.length * envs.spec.frames_per_step))
             if on_episode is not None:
                 on_episode(len(results), *results[-1])
-        outputs, state = policy.network(inputs.prev_action, EnvOutput(inputs.reward, inputs.first, inputs.observation),
-                                 inputs.core_state)
+        outputs, state = policy.network(step.prev_action, EnvOutput(step.reward, step.first, step.observation),
+                                        step.core_state)
         actions = policy.actions(outputs).astype(action.wire_dtype)
         explore = rng.random(n) < epsilon
         if action.is_discrete:

@@ -25,8 +25,8 @@ class InferencePipeline:
         self.finished_episodes: collections.deque[tuple[int, bool, FinishedEpisode]] = collections.deque(maxlen=10_000)
 
     def __call__(self, slot_ids: np.ndarray, steps: EnvStepBatch) -> np.ndarray:
-        inputs, finished = self.slots.observe(slot_ids, steps)
-        actions, new_state = self.agent.act(slot_ids, inputs, steps)
+        step, finished = self.slots.observe(slot_ids, steps)
+        actions, new_state = self.agent.act(slot_ids, step)
         self.slots.act(slot_ids, actions, new_state)
         self.frames.env_steps += len(slot_ids)
         if finished:

@@ -45,13 +45,18 @@ class SlotAllocator:
         return len(self._free)
 
 
-class StepInputs(NamedTuple):
-    """What the policy sees for a batch of slots at one step."""
-    first: np.ndarray  # [B] bool
+class Step(NamedTuple):
+    """One step of a batch of slots, as an agent gets it: what its policy sees (the learner's
+    per-slot view: stacked frames, clipped reward, previous action, recurrent state) and what its
+    adder keeps of the env's own step (the newest single frame and the end flags)."""
+    first: np.ndarray  # [B] bool: the step starts an episode (or a life)
     observation: np.ndarray  # [B, *obs_shape, K] stacked frames
     reward: np.ndarray  # [B] float32, clipped
     prev_action: np.ndarray  # [B] int32, or [B, *action_shape] float32 for continuous actions
     core_state: np.ndarray  # [B, S] float32
+    frame: np.ndarray  # [B, *obs_shape] the env's newest frame, unstacked
+    terminated: np.ndarray  # [B] bool: the episode ended here (its final observation)
+    truncated: np.ndarray  # [B] bool: the episode was cut off here
 
 
 class FinishedEpisode(NamedTuple):
@@ -75,8 +80,8 @@ class SlotTable:
         self.episode_length = np.zeros(max_slots, np.int64)
         self._reward_clipping = reward_clipping
 
-    def observe(self, slot_ids: np.ndarray, steps: EnvStepBatch) -> tuple[StepInputs, list[FinishedEpisode]]:
-        """Takes one step for each slot; returns the policy's inputs and the episodes that ended."""
+    def observe(self, slot_ids: np.ndarray, steps: EnvStepBatch) -> tuple[Step, list[FinishedEpisode]]:
+        """Takes one step for each slot; returns it as the agent gets it and the episodes that ended."""
         first = self.prev_done[slot_ids]
         frames = self.frames[slot_ids]
         push_frames(frames, first, steps.observations)
@@ -99,10 +104,11 @@ class SlotTable:
         finished = [FinishedEpisode(int(s), float(r), float(c), int(n)) for s, r, c, n in
                     zip(slot_ids[game_over], raw_return[game_over], clipped_return[game_over], length[game_over])]
 
-        inputs = StepInputs(first, frames, reward, self.prev_action[slot_ids], self.core_state[slot_ids])
+        step = Step(first, frames, reward, self.prev_action[slot_ids], self.core_state[slot_ids], steps.observations,
+                    steps.terminated, steps.truncated)
         self.prev_done[slot_ids] = done
         self.prev_life_lost[slot_ids] = life_lost
-        return inputs, finished
+        return step, finished
 
     def act(self, slot_ids: np.ndarray, actions: np.ndarray, core_state: np.ndarray) -> None:
         self.prev_action[slot_ids] = actions

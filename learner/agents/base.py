@@ -7,7 +7,7 @@ the shared gradient step, learner/agents/gradient_step.py). One training loop se
 learner drives those parts from three threads:
 
     # inference thread, for each batch of env steps the actors sent:
-    actions, new_core_state = agent.act(slot_ids, inputs, steps)   # the policy, then agent.adder.add(...)
+    actions, new_core_state = agent.act(slot_ids, step)            # the policy, then agent.adder.add(...)
     agent.release(slot_ids)                                          # when an actor's envs leave
 
     # training thread (learner.training_loop.TrainingLoop):
@@ -102,11 +102,10 @@ class Agent(Protocol):
     def evaluation_policy(cls, spec: EnvSpec, num_stacked_frames: int) -> EvaluationPolicy | None:
         """The policy `seed-eval` restores and plays greedily, or None when there is none."""
 
-    def act(self, slot_ids: np.ndarray, inputs, steps) -> tuple[np.ndarray, np.ndarray]:
+    def act(self, slot_ids: np.ndarray, step) -> tuple[np.ndarray, np.ndarray]:
         """One batched policy call: actions [B] and new core state [B, state_size] for the slots'
-        `inputs` (learner.slots.StepInputs: the learner's per-slot view of the step, frames stacked)
-        and `steps` (the actors' seed.codec.EnvStepBatch), handing what training needs from the same
-        data to the adder."""
+        `step` (learner.slots.Step: what the policy sees, frames stacked, and the env's single frame and
+        end flags), handing what training needs from the same data to the adder."""
 
     def release(self, slot_ids: np.ndarray) -> None:
         """Forgets the slots' partial training data (their actor left): the adder's release."""

@@ -55,8 +55,8 @@ class FixedActionAgent:
     def evaluation_policy(cls, spec: EnvSpec, num_stacked_frames: int) -> None:
         return None  # nothing to restore: it has no weights
 
-    def act(self, slot_ids, inputs, steps):
-        return np.zeros(len(slot_ids), np.int32), inputs.core_state
+    def act(self, slot_ids, step):
+        return np.zeros(len(slot_ids), np.int32), step.core_state
 
     def release(self, slot_ids) -> None:
         pass

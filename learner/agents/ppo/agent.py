@@ -129,18 +129,18 @@ class PPOAgent:
             raise ValueError(f"continuous actions of shape {spec.action.shape}; PPOAgent takes a vector (A,)")
         return ContinuousActorCriticNetwork(spec.action.shape[0], shape, spec.observation_dtype)
 
-    def act(self, slot_ids: np.ndarray, inputs, steps):
+    def act(self, slot_ids: np.ndarray, step):
         if self._normalizer is not None:
-            self._normalizer.update(inputs.observation)
-        reward = inputs.reward
+            self._normalizer.update(step.observation)
+        reward = step.reward
         if self.reward_scaler is not None:
-            reward = self.reward_scaler(slot_ids, reward, inputs.first)
+            reward = self.reward_scaler(slot_ids, reward, step.first)
         actions, env_actions, params, values, new_state = (x.numpy() for x in self.policy(
-            inputs.prev_action, EnvOutput(reward, inputs.first, inputs.observation), inputs.core_state))
+            step.prev_action, EnvOutput(reward, step.first, step.observation), step.core_state))
         self.adder.add(slot_ids, {
-            "observation": steps.observations, "reward": reward, "first": inputs.first,
-            "terminated": steps.terminated, "truncated": steps.truncated, "prev_action": inputs.prev_action,
-            "action": actions, "behaviour_logits": params, "value": values, "core_state": inputs.core_state})
+            "observation": step.frame, "reward": reward, "first": step.first,
+            "terminated": step.terminated, "truncated": step.truncated, "prev_action": step.prev_action,
+            "action": actions, "behaviour_logits": params, "value": values, "core_state": step.core_state})
         return env_actions, new_state
 
     def release(self, slot_ids: np.ndarray) -> None:

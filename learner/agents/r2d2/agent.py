@@ -154,17 +154,17 @@ class R2D2Agent:
         require_memory(needed, f"replay of {capacity * self.unroll_length:,} agent steps",
                        "lower R2D2Agent.replay_capacity_steps")
 
-    def act(self, slot_ids: np.ndarray, inputs, steps):
+    def act(self, slot_ids: np.ndarray, step):
         actions, new_state = (x.numpy() for x in self.policy(
-            inputs.prev_action, EnvOutput(inputs.reward, inputs.first, inputs.observation), inputs.core_state,
+            step.prev_action, EnvOutput(step.reward, step.first, step.observation), step.core_state,
             self.epsilons[slot_ids]))
         train = ~self.evaluation_slots[slot_ids]  # evaluation envs' experience is not stored
         if train.any():
             self.adder.add(slot_ids[train], {
-                "first": inputs.first[train], "terminated": steps.terminated[train],
-                "truncated": steps.truncated[train], "reward": inputs.reward[train], "action": actions[train],
-                "prev_action": inputs.prev_action[train], "core_state": inputs.core_state[train]},
-                frames=steps.observations[train])
+                "first": step.first[train], "terminated": step.terminated[train],
+                "truncated": step.truncated[train], "reward": step.reward[train], "action": actions[train],
+                "prev_action": step.prev_action[train], "core_state": step.core_state[train]},
+                frames=step.frame[train])
         return actions, new_state
 
     def release(self, slot_ids: np.ndarray) -> None:

@@ -103,16 +103,16 @@ class SACAgent:
         return EvaluationPolicy(cls.build_network(spec, num_stacked_frames), None,
                                 lambda outputs: scale_to_bounds(tf.tanh(mean(outputs)), low, high))
 
-    def act(self, slot_ids: np.ndarray, inputs, steps):
+    def act(self, slot_ids: np.ndarray, step):
         n = len(slot_ids)
         if self.data.size < self.min_replay_size:
             actions = self._rng.uniform(-1.0, 1.0, (n, len(self._low))).astype(np.float32)
         else:
-            actions = self.policy(inputs.prev_action, EnvOutput(inputs.reward, inputs.first, inputs.observation),
-                                  inputs.core_state).numpy()
-        self.adder.add(slot_ids, {"observation": inputs.observation, "action": actions, "reward": inputs.reward,
-                                  "terminated": steps.terminated, "truncated": steps.truncated})
-        return scale_to_bounds(actions, self._low, self._high), inputs.core_state
+            actions = self.policy(step.prev_action, EnvOutput(step.reward, step.first, step.observation),
+                                  step.core_state).numpy()
+        self.adder.add(slot_ids, {"observation": step.observation, "action": actions, "reward": step.reward,
+                                  "terminated": step.terminated, "truncated": step.truncated})
+        return scale_to_bounds(actions, self._low, self._high), step.core_state
 
     def release(self, slot_ids: np.ndarray) -> None:
         self.adder.release(slot_ids)

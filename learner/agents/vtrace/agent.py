@@ -175,14 +175,14 @@ class VTraceAgent:
         return ActorCriticNetwork(spec.num_actions, (*spec.observation_shape, num_stacked_frames),
                                   spec.observation_dtype)
 
-    def act(self, slot_ids: np.ndarray, inputs, steps):
+    def act(self, slot_ids: np.ndarray, step):
         actions, logits, values, features, new_state = (x.numpy() for x in self.policy(
-            inputs.prev_action, EnvOutput(inputs.reward, inputs.first, inputs.observation), inputs.core_state))
-        step = {"observation": steps.observations, "reward": inputs.reward, "first": inputs.first,
-                "terminated": steps.terminated, "truncated": steps.truncated, "prev_action": inputs.prev_action,
-                "action": actions, "behaviour_logits": logits, "behaviour_value": values,
-                "core_state": inputs.core_state, "features": features}
-        self.adder.add(slot_ids, step)
+            step.prev_action, EnvOutput(step.reward, step.first, step.observation), step.core_state))
+        stored = {"observation": step.frame, "reward": step.reward, "first": step.first,
+                  "terminated": step.terminated, "truncated": step.truncated, "prev_action": step.prev_action,
+                  "action": actions, "behaviour_logits": logits, "behaviour_value": values,
+                  "core_state": step.core_state, "features": features}
+        self.adder.add(slot_ids, stored)
         return actions, new_state
 
     def release(self, slot_ids: np.ndarray) -> None:
