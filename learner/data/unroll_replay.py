@@ -51,7 +51,7 @@ class UnrollRing:
     ahead (elite's prefetch) does not count towards the unroll that has replaced it. `lock` guards
     every access: elite sampling reads it from its own thread."""
 
-    def __init__(self, capacity: int, seed: int | None = None):
+    def __init__(self, capacity: int):
         self.capacity = capacity
         self.lock = threading.RLock()
         self.unrolls = ArrayRing(capacity)
@@ -59,7 +59,6 @@ class UnrollRing:
         self.times_sampled = np.zeros(capacity, np.int64)
         self.generation = np.zeros(capacity, np.int64)
         self._writes = 0
-        self._rng = np.random.default_rng(seed)
 
     def __len__(self) -> int:
         return len(self.unrolls)
@@ -239,7 +238,7 @@ class UnrollMix:
                              f"{largest}")
         self.queue = queue
         self.shares = {k: c / batch_size for k, c in self.counts.items()}
-        self.ring = UnrollRing(replay_capacity, seed) if replay_kinds else None
+        self.ring = UnrollRing(replay_capacity) if replay_kinds else None
         rng = np.random.default_rng(seed)
         total_updates = max(1, total_fresh_unrolls // self.fresh_per_batch)
         self._form = form or (lambda unrolls: unrolls)

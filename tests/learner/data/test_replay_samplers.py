@@ -22,7 +22,7 @@ def unrolls(ids, features=None):
 
 
 def ring_of(n, features=None):
-    ring = UnrollRing(n, seed=0)
+    ring = UnrollRing(n)
     ring.add(unrolls(np.arange(n), features), update=0)
     return ring
 
@@ -266,7 +266,7 @@ def test_prioritised_feedback_reaches_unrolls_the_other_sources_replayed():
 
 
 def test_prioritised_sampling_never_lands_past_the_stored_unrolls():
-    ring = UnrollRing(8, seed=0)
+    ring = UnrollRing(8)
     ring.add(unrolls([0, 1]), update=0)
     sampler = PrioritisedSampler(ring, 3, np.random.default_rng(0))
     sampler.inserted(np.arange(2))

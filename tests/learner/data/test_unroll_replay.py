@@ -96,7 +96,7 @@ def test_replayed_unrolls_are_whole_unrolls_of_one_slot_with_the_logits_they_wer
 
 
 def test_the_ring_evicts_its_oldest_unrolls_and_reports_their_age():
-    ring = UnrollRing(capacity=3, seed=0)
+    ring = UnrollRing(capacity=3)
     for update in range(5):
         ring.add({"t": np.array([[update] * 2])}, update)
     assert len(ring) == 3
