@@ -105,9 +105,9 @@ def training_batch(agent, pipeline, spec, rng):
     """One batch of unrolls at the configured batch x unroll, assembled by the inference path and
     formed by the agent's data source (its observations stacked there)."""
     ids, steps = random_steps(spec, agent.batch_size, rng)
-    while len(agent.data.queue) < agent.batch_size:
+    while (batch := agent.data.next_batch(timeout_s=0)) is None:  # a replay mix fills its ring first
         pipeline(ids, steps)
-    return agent.data.next_batch()
+    return batch
 
 
 def main() -> int:

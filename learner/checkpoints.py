@@ -58,16 +58,6 @@ class Checkpointer:
                             "writing it); the %s starts empty", name, path, name)
         return True
 
-    def summary(self) -> dict:
-        """LATEST_JSON of the latest checkpoint, {} when there is none or it belongs to another one."""
-        try:
-            with open(os.path.join(self.directory, LATEST_JSON)) as f:
-                summary = json.load(f)
-        except (OSError, ValueError):
-            return {}
-        latest = self._manager.latest_checkpoint
-        return summary if latest and summary.get("checkpoint") == os.path.basename(latest) else {}
-
     def check_disk(self) -> None:
         """Refuses sidecars the disk cannot hold: the kept checkpoints' copies and one being written."""
         if not self.sidecars:

@@ -143,6 +143,8 @@ def _explain(message: str) -> str:
         listed = f" ({name}'s settings: {', '.join(settings)})" if settings else ""
         return f"{message.rstrip('.')}{hint}{listed}"
     unknown_configurable = re.match(r"No configurable matching '([^']+)'", message)
+    if unknown_configurable and unknown_configurable.group(1) == "run_learner":
+        return f"{message.rstrip('.')}; {REGROUPED}"
     if unknown_configurable:
         guess = difflib.get_close_matches(unknown_configurable.group(1).split(".")[-1], _registered_names(), n=1)
         if guess:
@@ -177,6 +179,11 @@ def _registered_names() -> list:
 #: processes or the device, and leave what is learned per frame alone (the schedules have training.schedule_frames).
 RESUMABLE_CHANGES = ("training.total_environment_frames", "run_actor.num_envs", "inference.device")
 REQUESTED_CONFIG = "requested_config.gin"
+#: What an old binding of the learner's settings is told (they were run_learner's parameters until
+#: 2026-12-02).
+REGROUPED = ("the learner's settings are in four groups now: training.*, inference.*, service.* and reporting.* "
+             "(run_learner.inference_batch_size is inference.batch_size; docs/configuration.md); a run directory "
+             "written before that needs the version that wrote it, or start a fresh run")
 
 
 def gin_settings(config_text: str) -> dict[str, str]:
@@ -205,6 +212,9 @@ def check_requested_config(logdir: str, resuming: bool, allow_changes: bool) -> 
     if resuming and os.path.exists(path):
         with open(path) as f:
             before = gin_settings(f.read())
+        if any(k.startswith("run_learner.") for k in before):
+            raise ValueError(f"{logdir} was started with run_learner.* settings; {REGROUPED} "
+                             "(run_local.sh --new, or another --logdir)")
         after = gin_settings(now)
         changed = sorted(k for k in before.keys() | after.keys()
                          if before.get(k) != after.get(k) and k not in RESUMABLE_CHANGES)

@@ -216,6 +216,24 @@ def test_resuming_with_other_settings_is_refused_naming_them_unless_asked_for(tm
         gin.clear_config()
 
 
+def test_a_run_directory_or_binding_from_before_the_settings_groups_is_refused_saying_what_changed(tmp_path):
+    import learner.learner  # noqa: F401
+
+    (tmp_path / gin_setup.REQUESTED_CONFIG).write_text("run_learner.total_environment_frames = 10000\n")
+    try:
+        gin.clear_config()
+        gin_setup.parse(["classic_vtrace.gin"], [])
+        with pytest.raises(ValueError, match="started with run_learner.\\* settings; the learner's settings are in "
+                                             "four groups now: training.\\*, inference.\\*"):
+            gin_setup.check_requested_config(str(tmp_path), resuming=True, allow_changes=True)
+        gin.clear_config()
+        with pytest.raises(SystemExit, match="No configurable matching 'run_learner'; the learner's settings are in "
+                                             "four groups now"):
+            gin_setup.parse(["classic_vtrace.gin"], ["run_learner.seed=1"])
+    finally:
+        gin.clear_config()
+
+
 @pytest.mark.parametrize("device, code, says", [
     ("cpu", 0, "inference and training on the CPU (inference.device='cpu')"),
     ("gpu", 2, "inference.device='gpu', but TensorFlow finds no usable GPU: "),

@@ -22,6 +22,8 @@ HISTORY = "history"
 def push_frames(stacks: np.ndarray, first: np.ndarray, frames: np.ndarray) -> None:
     """Pushes `frames` [n, *frame] onto `stacks` [n, *frame, k] in place, the oldest frame dropping
     out; a stack whose step is `first` [n] starts from zeros."""
+    if not stacks.flags.c_contiguous:
+        raise ValueError("push_frames shifts the stacks' memory in place: pass a C-contiguous array")
     stacks[first] = 0
     # Shifting the whole C-ordered array down one element moves every frame one place down its
     # stack (a memmove, ~20x faster than the strided `stacks[..., :-1] = stacks[..., 1:]`); the

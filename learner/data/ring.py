@@ -56,38 +56,46 @@ class ArrayRing:
         return {name: array[rows] for name, array in self.arrays.items()}
 
     def state(self, prefix: str) -> dict[str, np.ndarray]:
-        """The ring as named arrays under `prefix`: views of the live arrays, for the owner to write
-        while it holds its lock."""
-        return {**{f"{prefix}{name}": array for name, array in self.arrays.items()},
-                f"{prefix}written": np.asarray(self.written)}
+        """The ring as named arrays under `prefix`: views of the live arrays' filled rows, for the owner
+        to write while it holds its lock (a replay not yet full saves only what it holds)."""
+        rows = len(self)
+        return {**{f"{prefix}{name}": array[:rows] for name, array in self.arrays.items()},
+                f"{prefix}{WRITTEN}": np.asarray(self.written), f"{prefix}{CAPACITY}": np.asarray(self.capacity)}
 
     def check_state(self, arrays, prefix: str) -> None:
         """Refuses, naming the field, a saved ring (`state(prefix)`) with other fields, capacity or shapes."""
-        names = self._saved_names(arrays, prefix)
-        if prefix + "written" not in arrays or (self.arrays and set(names) != set(self.arrays)):
-            missing = sorted(set(self.arrays) ^ set(names)) or ["written"]
+        names = saved_fields(arrays, prefix)
+        if prefix + WRITTEN not in arrays or (self.arrays and set(names) != set(self.arrays)):
+            missing = sorted(set(self.arrays) ^ set(names)) or [WRITTEN]
             raise ValueError(f"the saved replay has no {missing[0]!r} or an extra one: it was written by another "
                              "version or with other settings; restore them, or set checkpoint_replay=False")
+        capacity = int(arrays[prefix + CAPACITY])
+        rows = min(int(arrays[prefix + WRITTEN]), capacity)
         for name in names:
             saved, mine = arrays[prefix + name], self.arrays.get(name)
-            shape = (self.capacity, *saved.shape[1:]) if mine is None else mine.shape
+            shape = (rows, *(saved.shape[1:] if mine is None else mine.shape[1:]))
             dtype = saved.dtype if mine is None else mine.dtype
-            if saved.shape != shape or saved.dtype != dtype:
-                raise ValueError(f"the saved replay's {name} is {saved.dtype}{list(saved.shape)}, this run's is "
-                                 f"{dtype}{list(shape)}: the replay settings changed since it was saved; restore "
-                                 "them, or set checkpoint_replay=False to start with an empty replay")
+            if capacity != self.capacity or saved.shape != shape or saved.dtype != dtype:
+                raise ValueError(f"the saved replay's {name} is {saved.dtype}{list(saved.shape)} of {capacity} rows, "
+                                 f"this run's is {dtype}{list(shape[1:])} of {self.capacity} rows: the replay settings "
+                                 "changed since it was saved; restore them, or set checkpoint_replay=False to start "
+                                 "with an empty replay")
 
     def load_state(self, arrays, prefix: str) -> None:
         """Puts back what `state(prefix)` returned, into the arrays already allocated (no second copy of
         a large ring), after `check_state`."""
         self.check_state(arrays, prefix)
-        for name in self._saved_names(arrays, prefix):
-            if name in self.arrays:
-                self.arrays[name][...] = arrays[prefix + name]
-            else:
-                self.arrays[name] = np.array(arrays[prefix + name])
-        self.written = int(arrays[prefix + "written"])
+        for name in saved_fields(arrays, prefix):
+            saved = arrays[prefix + name]
+            if name not in self.arrays:
+                self.arrays[name] = np.zeros((self.capacity, *saved.shape[1:]), saved.dtype)
+            self.arrays[name][:len(saved)] = saved
+        self.written = int(arrays[prefix + WRITTEN])
 
-    @staticmethod
-    def _saved_names(arrays, prefix: str) -> list[str]:
-        return [k[len(prefix):] for k in arrays if k.startswith(prefix) and k != prefix + "written"]
+
+WRITTEN, CAPACITY = "written", "capacity"  # the counters a saved ring keeps beside its fields
+
+
+def saved_fields(arrays, prefix: str) -> list[str]:
+    """The field names of a ring saved under `prefix`."""
+    return [k[len(prefix):] for k in arrays if k.startswith(prefix) and k[len(prefix):] not in (WRITTEN, CAPACITY)]

@@ -230,8 +230,13 @@ class RateLimitedSampler(Closable):
             return {}
         # The replay and the replay ratio's counts; inserts wait while they are written.
         return {"replay": ArraySidecar(
-            self.replay.lock, lambda: {**self.replay.state(), **self.limiter.state()},
+            self.replay.lock, self._saved_state,
             self._load_saved, lambda: self.replay.nbytes + self.replay.priorities.tree.nodes.nbytes)}
+
+    def _saved_state(self) -> dict[str, np.ndarray]:
+        # The limiter hears of an insert just after the replay's lock is released; the replay's own
+        # count, read under that lock, is the one consistent with the saved sequences.
+        return {**self.replay.state(), **self.limiter.state(), "rate/inserted": np.asarray(self.replay.num_inserted)}
 
     def _load_saved(self, arrays) -> None:
         self.replay.load_state(arrays)

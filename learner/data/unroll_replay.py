@@ -26,7 +26,7 @@ import numpy as np
 from learner.data import RateLimit, deadline_after, require_memory
 from learner.data.elite import EliteSampler
 from learner.data.replay_samplers import AttentiveSampler, PrioritisedSampler, UniformSampler
-from learner.data.ring import ArrayRing
+from learner.data.ring import ArrayRing, saved_fields
 from learner.data.saved_state import ArraySidecar
 from learner.data.unrolls import UnrollQueue, Unrolls
 
@@ -379,14 +379,14 @@ class UnrollMix:
         saved_size = int(arrays["ring/unroll_written"]) if self.ring is not None else 0
         if self.ring is not None and fields is not None and saved_size > 0:
             prefix = "ring/unroll_"
-            saved = {k[len(prefix):]: (tuple(arrays[k].shape[1:]), str(arrays[k].dtype))
-                     for k in arrays if k.startswith(prefix) and k != prefix + "written"}
+            saved = {name: (tuple(arrays[prefix + name].shape[1:]), str(arrays[prefix + name].dtype))
+                     for name in saved_fields(arrays, prefix)}
             if saved != fields:
                 differ = sorted(set(saved.items()) ^ set(fields.items()))
                 raise ValueError(f"the saved replay stores other fields than this run's ({differ[0][0]}: saved "
-                                 f"{saved.get(differ[0][0])}, now {fields.get(differ[0][0])}): the sources or "
-                                 "replay_features changed since it was saved; restore them, or set "
-                                 "checkpoint_replay=False")
+                                 f"{saved.get(differ[0][0])}, now {fields.get(differ[0][0])}): the sources, "
+                                 "replay_features or training.num_stacked_frames changed since it was saved; restore "
+                                 "them, or set checkpoint_replay=False")
         if self.ring is not None:
             self.ring.load_state(arrays, prefix="ring/")
         for kind, sampler in self.samplers.items():

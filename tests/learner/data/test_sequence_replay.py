@@ -124,6 +124,6 @@ def test_a_saved_replay_loads_back_equal_and_samples_the_same(tmp_path):
 
 def test_a_saved_replay_of_other_sizes_is_refused_naming_the_field(tmp_path):
     state = filled_replay().state()
-    with pytest.raises(ValueError, match="saved replay's frame is uint8\\[32, 84, 84\\], this run's is "
-                                         "uint8\\[34, 84, 84\\]: the replay settings changed"):
+    with pytest.raises(ValueError, match="saved replay's frame is uint8\\[27, 84, 84\\] of 32 rows, this run's is "
+                                         "uint8\\[84, 84\\] of 34 rows: the replay settings changed"):
         make_replay(6, sequence_steps=7, k=2).load_state(state)

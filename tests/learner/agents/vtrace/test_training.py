@@ -162,8 +162,8 @@ def test_vtrace_replay_mix_is_saved_and_restored_with_checkpoint_replay(tmp_path
     other = VTraceAgent(AgentContext(EnvSpec((4,), "float32", 2, 1), 1, 4, 10 ** 6),
                         unroll_length=5, batch_size=4, sources={"queue": 0.5, "attentive": 0.5}, replay_capacity=8,
                         min_replay_unrolls=4, checkpoint_replay=True)
-    with pytest.raises(ValueError, match="saved replay stores other fields than this run's .*features.*the sources or "
-                                         "replay_features changed"):
+    with pytest.raises(ValueError, match="saved replay stores other fields than this run's .*features.*the sources, "
+                                         "replay_features or training.num_stacked_frames changed"):
         other.data.checkpoint_sidecars()["replay"].load_state(str(tmp_path / "replay.npz"))
     plain = VTraceAgent(AgentContext(EnvSpec((4,), "float32", 2, 1), 1, 4, 10 ** 6),
                         checkpoint_replay=True)
