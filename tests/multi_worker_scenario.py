@@ -40,8 +40,10 @@ def main(root):
     finally:
         processes.stop(actors + learners)
     readers = [tf.train.load_checkpoint(os.path.join(d, "checkpoints")) for d in logdirs]
-    # Every weight, optimizer slot and counter (the torso's weights appear under the optimizer).
-    names = [n for n in readers[0].get_variable_to_shape_map() if n.endswith("VARIABLE_VALUE")]
+    # Every weight, optimizer slot and counter (the torso's weights appear under the optimizer), less
+    # the frames each learner's own actors stepped, which differ by design.
+    names = [n for n in readers[0].get_variable_to_shape_map()
+             if n.endswith("VARIABLE_VALUE") and not n.startswith("environment_frames_stepped")]
     difference = max(float(np.max(np.abs(readers[0].get_tensor(n) - readers[1].get_tensor(n)))) for n in names)
     magnitude = max(float(np.max(np.abs(readers[0].get_tensor(n)))) for n in names)
     iterations = [int(r.get_tensor("optimizer/_iterations/.ATTRIBUTES/VARIABLE_VALUE")) for r in readers]

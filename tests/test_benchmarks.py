@@ -75,7 +75,10 @@ def test_components_benchmark_reports_every_component_and_a_bound_below_each():
     by_component = {}
     for r in records:
         by_component.setdefault(r["component"], []).append(r)
-    assert set(by_component) == {"env_stepping", "inference", "training_step", "bound"}
+    assert set(by_component) == {"env_stepping", "inference", "replay_memory", "training_step", "bound"}
+    memory = by_component["replay_memory"][0]  # atari_vtrace.gin: 21 single 84x84 frames and 3 of history, and more
+    assert 24 * 84 * 84 < memory["unroll_bytes"] < 4 * 21 * 84 * 84  # less than the stacks would take
+    assert memory["unrolls_per_gib"] == pytest.approx(2 ** 30 / memory["unroll_bytes"])
     inference = {r["batch"]: r["observations_per_s"] for r in by_component["inference"]}
     assert set(inference) == {1, 8, 16, 32, 64, 128} and min(inference.values()) > 0
     for r in by_component["inference"]:  # the network call is timed inside the path, so it is the smaller
