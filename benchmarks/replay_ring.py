@@ -67,13 +67,13 @@ def simulate(bindings: list[str], model: str, updates: int, noise: float, seed: 
     fresh = int(dict(zip(sources, split_counts(batch_size, list(sources.values()))))["queue"])
     lifetime = capacity / fresh
 
-    def encode(unrolls):  # the 'current policy's features: the stored ones moved by the modelled distance
-        n = len(unrolls["born"])
+    def encode(batch):  # the 'current policy's features: the stored ones moved by the modelled distance
+        n = batch["born"].shape[1]  # time-major [T+1, n], as a batch holds them
         if model == "independent":
             moved = rng.random(n)
         else:
-            moved = np.maximum((now["update"] - unrolls["born"][:, 0]) / lifetime + noise * rng.normal(size=n), 0)
-        return unrolls["features"] + moved[:, None, None].astype(np.float32)
+            moved = np.maximum((now["update"] - batch["born"][0]) / lifetime + noise * rng.normal(size=n), 0)
+        return batch["features"] + moved[None, :, None].astype(np.float32)
 
     queue = UnrollQueue(min_unrolls + fresh)
     mix = UnrollMix(queue, sources, batch_size, capacity, min_unrolls, seed=seed, encode=encode,

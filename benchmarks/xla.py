@@ -37,13 +37,13 @@ def r2d2_updates(spec, batch_size: int, rng):
         online, target = (DuelingQNetwork(spec.num_actions, shape, spec.observation_dtype) for _ in range(2))
         trainer = R2D2Trainer(online, target, create_optimizer(num_training_steps=1), burn_in=burn_in,
                               jit_compile=jit)
-        sequences = {
-            "observation": rng.integers(0, 255, (batch_size, steps, *shape)).astype(spec.observation_dtype),
-            "first": rng.random((batch_size, steps)) < 0.01, "terminated": np.zeros((batch_size, steps), bool),
-            "truncated": np.zeros((batch_size, steps), bool),
-            "reward": rng.normal(size=(batch_size, steps)).astype(np.float32),
-            "action": rng.integers(0, spec.num_actions, (batch_size, steps)).astype(np.int32),
-            "prev_action": rng.integers(0, spec.num_actions, (batch_size, steps)).astype(np.int32),
+        sequences = {  # time-major, as the replay forms them
+            "observation": rng.integers(0, 255, (steps, batch_size, *shape)).astype(spec.observation_dtype),
+            "first": rng.random((steps, batch_size)) < 0.01, "terminated": np.zeros((steps, batch_size), bool),
+            "truncated": np.zeros((steps, batch_size), bool),
+            "reward": rng.normal(size=(steps, batch_size)).astype(np.float32),
+            "action": rng.integers(0, spec.num_actions, (steps, batch_size)).astype(np.int32),
+            "prev_action": rng.integers(0, spec.num_actions, (steps, batch_size)).astype(np.int32),
             "core_state": np.zeros((batch_size, online.state_size), np.float32)}
         weights = np.ones(batch_size, np.float32)
         started = time.perf_counter()

@@ -29,6 +29,9 @@ class FrameCounter:
     def trained_frames(self) -> int:
         return int(self.trained.numpy())
 
+    def add_trained(self, frames: int) -> None:
+        self.trained.assign_add(frames)
+
     def trackables(self) -> dict[str, tf.Variable]:
         """What the checkpoint holds of the counter."""
         return {"environment_frames": self.trained, "environment_frames_stepped": self._stepped}

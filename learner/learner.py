@@ -100,7 +100,7 @@ def run_learner(logdir: str, address: str, stop: threading.Event, training: Trai
         slots.free(slot_ids)
 
     batcher = InferenceBatcher(pipeline, release, inference.batch_size, inference.batch_timeout_ms)
-    training_loop = TrainingLoop(agent, checkpointer, frames.trained, training.total_environment_frames,
+    training_loop = TrainingLoop(agent, checkpointer, frames, training.total_environment_frames,
                                  training.checkpoint_interval_s, stop, training.max_consecutive_skipped_updates)
     servicer = LearnerServicer(spec, batcher, slots, auth_token)
     progress = Progress(logdir, total_frames=training.total_environment_frames, frames_per_step=spec.frames_per_step,

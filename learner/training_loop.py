@@ -3,9 +3,8 @@ import logging
 import threading
 import time
 
-import tensorflow as tf
-
 from learner.checkpoints import Checkpointer
+from learner.frame_counter import FrameCounter
 from learner.optimizers import current_learning_rate
 
 log = logging.getLogger(__name__)
@@ -13,7 +12,7 @@ log = logging.getLogger(__name__)
 class TrainingLoop:
     """The training thread: batches from the agent's data source, updates, frame budget, checkpoints."""
 
-    def __init__(self, agent, checkpointer: Checkpointer, frames: tf.Variable, total_frames: int,
+    def __init__(self, agent, checkpointer: Checkpointer, frames: FrameCounter, total_frames: int,
                  checkpoint_interval_s: float, stop: threading.Event, max_consecutive_skipped_updates: int = 100):
         self.agent, self.checkpointer, self.frames, self.total_frames = agent, checkpointer, frames, total_frames
         self.checkpoint_interval_s, self.stop = checkpoint_interval_s, stop
@@ -31,7 +30,7 @@ class TrainingLoop:
 
     def counters(self) -> dict[str, int]:
         """The frame budget's count, the updates applied and skipped, and where the thread's time went."""
-        return {"frames": int(self.frames.numpy()), "updates": self.num_updates,
+        return {"frames": self.frames.trained_frames, "updates": self.num_updates,
                 "skipped_updates": self.num_skipped_updates, "training/batch_wait_us": self.batch_wait_us,
                 "training/update_us": self.update_us}
 
@@ -43,7 +42,7 @@ class TrainingLoop:
     def _run(self) -> None:
         last_save, skipped_in_a_row = time.monotonic(), 0
         try:
-            while not self.stop.is_set() and int(self.frames.numpy()) < self.total_frames:
+            while not self.stop.is_set() and self.frames.trained_frames < self.total_frames:
                 started = time.perf_counter_ns()
                 batch = self.agent.data.next_batch()  # None once the learner closed it
                 batched = time.perf_counter_ns()
@@ -52,7 +51,7 @@ class TrainingLoop:
                     break
                 metrics, new_frames = self.agent.update(batch)
                 self.update_us += (time.perf_counter_ns() - batched) // 1000
-                self.frames.assign_add(new_frames)
+                self.frames.add_trained(new_frames)
                 if not metrics.pop("update_applied"):
                     self.num_skipped_updates += 1
                     skipped_in_a_row += 1
@@ -69,7 +68,7 @@ class TrainingLoop:
                 if time.monotonic() - last_save >= self.checkpoint_interval_s:
                     self.checkpointer.save()
                     last_save = time.monotonic()
-            if int(self.frames.numpy()) >= self.total_frames:
+            if self.frames.trained_frames >= self.total_frames:
                 self.budget_reached.set()
         except FloatingPointError as e:
             log.error("%s", e)

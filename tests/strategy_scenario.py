@@ -39,8 +39,8 @@ rng = np.random.default_rng(0)
 errors_difference = 0.0
 for _ in range(5):
     batch = random_unrolls(rng, 4, 6, (4,), "float32", 3, mirrored_net.state_size)
-    batch["source"] = np.repeat(np.array([0, 0, 1, 2], np.int32)[:, None], 7, 1)  # fresh, fresh, uniform, prioritised
-    batch["sample_weight"] = np.repeat(np.array([1, 1, 1, rng.uniform(0.2, 0.9)], np.float32)[:, None], 7, 1)
+    batch["source"] = np.repeat(np.array([0, 0, 1, 2], np.int32)[None], 7, 0)  # fresh, fresh, uniform, prioritised
+    batch["sample_weight"] = np.repeat(np.array([1, 1, 1, rng.uniform(0.2, 0.9)], np.float32)[None], 7, 0)
     m_metrics, s_metrics = mirrored.update(batch), single.update(batch)
     errors_difference = max(errors_difference, float(np.max(np.abs(m_metrics["per_unroll/errors"]
                                                                   - s_metrics["per_unroll/errors"]))))

@@ -30,7 +30,7 @@ class SampledBatch(NamedTuple):
     keys: np.ndarray  # [B] the sampled sequences' keys, for update_priorities
     indices: np.ndarray  # [B] where they sit in the replay
     weights: np.ndarray  # [B] importance-sampling weights, max 1
-    sequences: dict[str, np.ndarray]  # [B, L, ...], observation stacked [B, L, *frame, K]
+    sequences: dict[str, np.ndarray]  # time-major [L, B, ...], observation stacked [L, B, *frame, K]; core_state [B, S]
 
 
 def sequence_bytes(sequence_steps: int, state_size: int) -> int:
@@ -150,8 +150,8 @@ class SequenceReplay:
         del sequences["oldest_frame"]
         sequences["observation"] = stack_frames(frames, sequences["first"], self.num_stacked_frames)
         k = self.num_stacked_frames - 1
-        for name in STEP_FIELDS:
-            sequences[name] = sequences[name][:, k:]
+        for name in STEP_FIELDS:  # time-major, as the observations
+            sequences[name] = np.ascontiguousarray(np.swapaxes(sequences[name][:, k:], 0, 1))
         return SampledBatch(keys, indices, (weights / weights.max()).astype(np.float32), sequences)
 
     def update_priorities(self, keys: np.ndarray, priorities: np.ndarray) -> None:

@@ -25,6 +25,7 @@ import numpy as np
 
 from learner.data import RateLimit, deadline_after, require_memory
 from learner.data.elite import EliteSampler
+from learner.data.frames import stack_unrolls
 from learner.data.replay_samplers import AttentiveSampler, PrioritisedSampler, UniformSampler
 from learner.data.ring import ArrayRing, saved_fields
 from learner.data.saved_state import ArraySidecar
@@ -193,7 +194,7 @@ class UnrollMix:
     count as consumed with that batch. `last_fresh` is the number of fresh unrolls the last batch
     consumed: the environment frames it stands for.
 
-    `encode(unrolls) -> [n, T+1, F]` is the current policy's state features of unrolls as a batch
+    `encode(batch) -> [T+1, n, F]` is the current policy's state features of unrolls as a batch
     holds them (elite sampling's re-encoding of stored ones); `total_fresh_unrolls` is the run's
     length in fresh unrolls (the candidate multipliers anneal over its updates); `features` says what
     those features are ('core' or 'policy_logits': only logits make elite's 'kl_div' meaningful).
@@ -203,15 +204,14 @@ class UnrollMix:
     the ring, its samplers' state and the update count are saved beside every checkpoint.
     `updates_done()`, asked once before the first batch, is how many updates a resumed run made: without
     its saved ring the mix would count from 0 again and anneal elite's and attentive's candidate
-    multipliers afresh. `form(unrolls)` makes the training batch of the unrolls drawn, once per batch
-    (the agents' learner.data.frames.stack_unrolls, which stacks their single frames; None: as stored)."""
+    multipliers afresh. A batch is time-major [T+1, B, ...], its frames stacked
+    (learner.data.frames.stack_unrolls), with `key` [B] per unroll."""
 
     def __init__(self, queue: UnrollQueue, sources: dict[str, float], batch_size: int, replay_capacity: int,
                  min_replay_unrolls: int, seed: int | None = None, name: str = "VTraceAgent",
                  encode: Callable[[Unrolls], np.ndarray] | None = None, total_fresh_unrolls: int = 1,
                  features: str = "core", fields: dict[str, tuple[tuple[int, ...], str]] | None = None,
-                 checkpoint: bool = False, updates_done: Callable[[], int] | None = None,
-                 form: Callable[[Unrolls], Unrolls] | None = None):
+                 checkpoint: bool = False, updates_done: Callable[[], int] | None = None):
         sources = check_sources(sources, f"{name}.sources")
         self.counts = dict(zip(sources, (int(c) for c in split_counts(batch_size, list(sources.values())))))
         self.fresh_per_batch = self.counts["queue"]
@@ -241,9 +241,9 @@ class UnrollMix:
         self.ring = UnrollRing(replay_capacity) if replay_kinds else None
         rng = np.random.default_rng(seed)
         total_updates = max(1, total_fresh_unrolls // self.fresh_per_batch)
-        self._form = form or (lambda unrolls: unrolls)
-        # Elite sampling encodes stored unrolls as a batch would hold them.
-        encode_stored = None if encode is None else lambda unrolls: encode(self._form(unrolls))
+        # Elite sampling encodes stored unrolls as a batch would hold them, and compares the features
+        # with the stored ones, [n, T+1, F].
+        encode_stored = None if encode is None else lambda unrolls: np.swapaxes(encode(stack_unrolls([unrolls])), 0, 1)
         self.samplers = {k: build_sampler(k, self.ring, self.counts[k], rng, encode_stored, total_updates, features)
                          for k in replay_kinds}
         # Fresh unrolls pace the mix (the queue's back-pressure); the replays only need their fill.
@@ -311,8 +311,7 @@ class UnrollMix:
         self.updates += 1
         self.last_fresh, self._filled = self._filled + self.fresh_per_batch, 0
         self._metrics = metrics
-        batch = self._form({k: np.concatenate([p[k] for p in parts]) if len(parts) > 1 else parts[0][k]
-                            for k in parts[0]})
+        batch = stack_unrolls(parts)
         batch["key"] = np.concatenate(keys)  # [B], per unroll (-1: not stored)
         return batch
 

@@ -6,13 +6,13 @@ begin the next one; with overlap 1 consecutive unrolls share one step and no
 transition is lost. All updates are index-array operations over the batch's slots.
 """
 import collections
-from collections.abc import Callable
 
 import numpy as np
 
 from learner.data import Closable, deadline_after
+from learner.data.frames import stack_unrolls
 
-Unrolls = dict[str, np.ndarray]  # name -> [n, T+1, ...]
+Unrolls = dict[str, np.ndarray]  # name -> [n, T+1, ...] as stored; a batch formed of them is [T+1, n, ...]
 
 
 class UnrollStore:
@@ -82,9 +82,9 @@ class UnrollQueue(Closable):
             self._cond.notify_all()
         return True
 
-    def get_batch(self, batch_size: int, deadline: float | None = None) -> Unrolls | None:
-        """Waits for `batch_size` unrolls; returns them stacked [batch, T+1, ...], or None once closed
-        or at `deadline` (time.monotonic(); None: no limit)."""
+    def take(self, batch_size: int, deadline: float | None = None) -> list[Unrolls] | None:
+        """Waits for `batch_size` unrolls; returns them as the groups they came in (each [n, T+1, ...],
+        the last one cut to size), or None once closed or at `deadline` (time.monotonic(); None: no limit)."""
         with self._cond:
             if not self._wait(lambda: self._size >= batch_size, deadline):
                 return None
@@ -100,21 +100,27 @@ class UnrollQueue(Closable):
                 needed -= n
             self._size -= batch_size
             self._cond.notify_all()
-        return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+        return parts
+
+    def get_batch(self, batch_size: int, deadline: float | None = None) -> Unrolls | None:
+        """As `take`, the groups concatenated, [batch, T+1, ...] as stored."""
+        parts = self.take(batch_size, deadline)
+        if parts is None:
+            return None
+        return parts[0] if len(parts) == 1 else {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
 
 class FreshUnrolls:
     """The data source of on-policy agents (PPO): batches of `batch_size` fresh unrolls from the
-    queue, each used once, formed by `form` (as UnrollMix's); nothing to checkpoint (a resumed run
-    collects afresh)."""
+    queue, each used once, time-major with their frames stacked (learner.data.frames.stack_unrolls,
+    as UnrollMix's); nothing to checkpoint (a resumed run collects afresh)."""
 
-    def __init__(self, queue: UnrollQueue, batch_size: int, form: Callable[[Unrolls], Unrolls] | None = None):
+    def __init__(self, queue: UnrollQueue, batch_size: int):
         self.queue, self.batch_size = queue, batch_size
-        self._form = form or (lambda unrolls: unrolls)
 
     def next_batch(self, timeout_s: float | None = None) -> Unrolls | None:
-        batch = self.queue.get_batch(self.batch_size, deadline_after(timeout_s))
-        return None if batch is None else self._form(batch)
+        groups = self.queue.take(self.batch_size, deadline_after(timeout_s))
+        return None if groups is None else stack_unrolls(groups)
 
     def metrics(self) -> dict[str, float]:
         return {"unroll_queue/depth": len(self.queue)}

@@ -47,7 +47,7 @@ def test_r2d2_update_is_the_same_with_xla():
     rng = np.random.default_rng(1)
     burn_in, length = 2, 4
     sequences = random_unrolls(rng, 3, burn_in + length, (5,), "float32", 4, 2 * 8)
-    sequences["core_state"] = sequences["core_state"][:, 0]
+    sequences["core_state"] = sequences["core_state"][0]
     weights = rng.random(3).astype(np.float32)
     nets = [[DuelingQNetwork(4, (5,), "float32", torso="mlp", lstm_units=8, head_hidden_units=16)
              for _ in range(2)] for _ in range(2)]

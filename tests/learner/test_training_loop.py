@@ -1,9 +1,8 @@
 import threading
 import time
 
-import tensorflow as tf
-
 from learner.checkpoints import Checkpointer
+from learner.frame_counter import FrameCounter
 from learner.training_loop import TrainingLoop
 
 
@@ -23,8 +22,8 @@ class ScriptedAgent:
 
 
 def run_loop(tmp_path, applied, limit):
-    frames = tf.Variable(0, dtype=tf.int64)
-    loop = TrainingLoop(ScriptedAgent(applied), Checkpointer(str(tmp_path), environment_frames=frames), frames,
+    frames = FrameCounter(frames_per_step=1)
+    loop = TrainingLoop(ScriptedAgent(applied), Checkpointer(str(tmp_path), **frames.trackables()), frames,
                         total_frames=10_000, checkpoint_interval_s=1e9, stop=threading.Event(),
                         max_consecutive_skipped_updates=limit)
     loop.thread.start()
@@ -58,8 +57,8 @@ class SlowAgent(ScriptedAgent):
 
 
 def test_the_loop_counts_its_time_waiting_for_batches_and_updating(tmp_path):
-    frames = tf.Variable(0, dtype=tf.int64)
-    loop = TrainingLoop(SlowAgent([True] * 5), Checkpointer(str(tmp_path), environment_frames=frames), frames,
+    frames = FrameCounter(frames_per_step=1)
+    loop = TrainingLoop(SlowAgent([True] * 5), Checkpointer(str(tmp_path), **frames.trackables()), frames,
                         total_frames=10_000, checkpoint_interval_s=1e9, stop=threading.Event())
     loop.thread.start()
     loop.thread.join(60)

@@ -17,7 +17,6 @@ from learner.agents.base import (
 from learner.agents.minibatches import PER_UNROLL_VALUES, train_in_minibatches
 from learner.agents.ppo.training import PPOTrainer
 from learner.data.adders import UnrollAdder
-from learner.data.frames import stack_unrolls
 from learner.data.unrolls import FreshUnrolls, UnrollQueue
 from learner.distributions import for_action_spec
 from learner.networks import ActorCriticNetwork, ContinuousActorCriticNetwork, EnvOutput
@@ -70,7 +69,7 @@ class PPOAgent:
                              f"batch_size={batch_size} unrolls; make it at least batch_size")
         spec = context.spec
         self.distribution = for_action_spec(spec.action, squash_actions)
-        self.data = FreshUnrolls(UnrollQueue(unroll_queue_capacity), batch_size, form=stack_unrolls)
+        self.data = FreshUnrolls(UnrollQueue(unroll_queue_capacity), batch_size)
         self.batch_size, self.epochs, self.minibatches = batch_size, epochs, minibatches
         self.recompute_advantages = recompute_advantages
         self.frames_per_update = batch_size * unroll_length * spec.frames_per_step
@@ -152,7 +151,7 @@ class PPOAgent:
         """GAE once per batch from the stored values (as PPO computes it before its epochs), or before
         every later epoch from the values the previous epoch's minibatches computed, then the epochs of
         minibatches. Returns the averaged metrics and the batch's environment frames."""
-        stored = batch["value"][:, :-1]
+        stored = batch["value"][:-1]
 
         def epoch_batch(per_unroll: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
             values = per_unroll.get(PER_UNROLL_VALUES) if self.recompute_advantages else None
@@ -161,7 +160,7 @@ class PPOAgent:
                 values = np.where(np.isfinite(values), values, stored)
             steps = self.trainer.prepare(batch, values)
             if not self.state_size:  # feed-forward: minibatches of shuffled single steps, one-step unrolls
-                steps = {k: v.reshape(v.shape[0] * v.shape[1], 1, *v.shape[2:]) for k, v in steps.items()}
+                steps = {k: v.reshape(1, v.shape[0] * v.shape[1], *v.shape[2:]) for k, v in steps.items()}
             return steps
 
         metrics = train_in_minibatches(self.trainer.update, epoch_batch if self.recompute_advantages

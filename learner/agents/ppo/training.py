@@ -71,7 +71,7 @@ class PPOLoss:
     def __call__(self, network, distribution, steps: dict[str, tf.Tensor], progress=0.0):
         """`steps`: time-major [T, B] steps as PPOTrainer.prepare returns them; T is 1 when a feed-forward
         network trains on shuffled single steps; `progress`: the share of the run's gradient steps taken
-        (for `entropy_decay`). Besides the metrics, returns the values it computed, batch-major [B, T], as
+        (for `entropy_decay`). Besides the metrics, returns the values it computed, [T, B], as
         PER_UNROLL_VALUES (what recomputed advantages take)."""
         valid = steps["valid"]
         outputs, _ = network.unroll(steps["prev_action"], EnvOutput(steps["reward"], steps["first"],
@@ -93,7 +93,7 @@ class PPOLoss:
                        "policy/approx_kl": masked_mean(rhos - 1.0 - log_rhos, valid),
                        "policy/clip_fraction": masked_mean(
                            tf.cast(tf.abs(rhos - 1.0) > self.clip_epsilon, tf.float32), valid),
-                       PER_UNROLL_VALUES: tf.transpose(tf.stop_gradient(values))}
+                       PER_UNROLL_VALUES: tf.stop_gradient(values)}
 
 
 @gin.configurable(denylist=["network", "distribution", "optimizer", "num_training_steps"])
@@ -127,23 +127,20 @@ class PPOTrainer:
         return {**metrics, **self.step.apply(total, gradients)}
 
     def prepare(self, batch: dict[str, np.ndarray], step_values: np.ndarray | None = None) -> dict[str, np.ndarray]:
-        """Batch-major [B, T+1] unrolls to batch-major [B, T] steps (the unrolls without their bootstrap
+        """Time-major [T+1, B] unrolls to time-major [T, B] steps (the unrolls without their bootstrap
         step, as views) with 'valid', 'advantages' and 'returns'. GAE takes the values stored when
-        acting, or `step_values` [B, T] for the steps with the network's values now for the bootstrap
+        acting, or `step_values` [T, B] for the steps with the network's values now for the bootstrap
         steps (one forward pass over B observations); 'value' stays the stored one either way, as value
         clipping needs. Only the fields GAE needs go through TensorFlow, not the observations."""
-        time_major = lambda k: np.swapaxes(batch[k], 0, 1)
-        value = time_major("value")
+        value = batch["value"]
         if step_values is not None:
-            last = [time_major(k)[-1:] for k in ("prev_action", "reward", "first", "observation", "core_state")]
-            value = np.concatenate([np.swapaxes(step_values, 0, 1).astype(np.float32),
-                                    self._values(*last).numpy()], 0)
-        computed = self._advantages(time_major("reward"), value, time_major("terminated"), time_major("truncated"))
-        steps = {k: v[:, :-1] for k, v in batch.items() if k not in ("terminated", "truncated")}
-        steps.update({k: np.swapaxes(v.numpy(), 0, 1) for k, v in zip(("valid", "advantages", "returns"), computed)})
+            last = [batch[k][-1:] for k in ("prev_action", "reward", "first", "observation", "core_state")]
+            value = np.concatenate([step_values.astype(np.float32), self._values(*last).numpy()], 0)
+        computed = self._advantages(batch["reward"], value, batch["terminated"], batch["truncated"])
+        steps = {k: v[:-1] for k, v in batch.items() if k not in ("terminated", "truncated")}
+        steps.update({k: v.numpy() for k, v in zip(("valid", "advantages", "returns"), computed)})
         return steps
 
     def update(self, batch: dict[str, np.ndarray]) -> dict[str, float]:
-        """`batch` holds batch-major [B, T, ...] steps as `prepare` returns them."""
-        time_major = {k: np.swapaxes(v, 0, 1) for k, v in batch.items()}
-        return {k: v.numpy() for k, v in self._update(time_major).items()}
+        """`batch` holds time-major [T, B, ...] steps as `prepare` returns them."""
+        return {k: v.numpy() for k, v in self._update(batch).items()}

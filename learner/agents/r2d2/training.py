@@ -83,9 +83,8 @@ class R2D2Trainer:
         return {"loss/td": loss, "mean_abs_td": tf.reduce_mean(mean_abs_td), **applied}, priorities
 
     def update(self, sequences: dict[str, np.ndarray], weights: np.ndarray):
-        """`sequences` batch-major [B, L, ...]; returns (metrics, new priorities [B])."""
-        time_major = {k: (np.swapaxes(v, 0, 1) if k != "core_state" else v) for k, v in sequences.items()}
-        metrics, priorities = self._update(time_major, weights)
+        """`sequences` time-major [L, B, ...] (their `core_state` [B, S]); returns (metrics, new priorities [B])."""
+        metrics, priorities = self._update(sequences, weights)
         if int(self.optimizer.iterations.numpy()) % self.target_update_period == 0:
             self.copy_to_target()
         return {k: v.numpy() for k, v in metrics.items()}, priorities.numpy()

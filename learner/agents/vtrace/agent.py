@@ -10,7 +10,6 @@ from learner.agents.base import AgentContext, EvaluationPolicy, batched_policy, 
 from learner.agents.minibatches import PER_UNROLL_ERRORS
 from learner.agents.vtrace.training import VTraceLoss, VTraceTrainer
 from learner.data.adders import UnrollAdder
-from learner.data.frames import stack_unrolls
 from learner.data.unroll_replay import SOURCE_KINDS, UnrollMix, needs_features
 from learner.data.unrolls import UnrollQueue
 from learner.networks import ActorCriticNetwork, EnvOutput
@@ -107,7 +106,6 @@ class VTraceAgent:
                               seed=numpy_seed(), encode=self._encode,
                               total_fresh_unrolls=context.schedule_frames // self.frames_per_unroll,
                               features=replay_features, checkpoint=checkpoint_replay, fields=self.adder.unroll_fields,
-                              form=stack_unrolls,
                               updates_done=lambda: int(self.optimizer.iterations.numpy()) // (epochs * minibatches))
         # The fresh frames of a mixed batch (the learning-rate schedule and benchmarks count by it).
         self.frames_per_update = self.data.fresh_per_batch * self.frames_per_unroll
@@ -158,12 +156,10 @@ class VTraceAgent:
             self.network.initial_state(1))
         return int(outputs.features.shape[-1])
 
-    def _encode(self, unrolls) -> np.ndarray:
-        """The current policy's features [n, T+1, F] of unrolls as a batch holds them (elite sampling)."""
-        major = {k: np.swapaxes(unrolls[k], 0, 1) for k in ("prev_action", "reward", "first", "observation")}
-        features = self._encode_unrolls(major["prev_action"], major["reward"], major["first"], major["observation"],
-                                        unrolls["core_state"][:, 0])
-        return np.swapaxes(features.numpy(), 0, 1)
+    def _encode(self, batch) -> np.ndarray:
+        """The current policy's features [T+1, n, F] of a time-major batch of unrolls (elite sampling)."""
+        return self._encode_unrolls(batch["prev_action"], batch["reward"], batch["first"], batch["observation"],
+                                    batch["core_state"][0]).numpy()
 
     @classmethod
     def evaluation_policy(cls, spec: EnvSpec, num_stacked_frames: int) -> EvaluationPolicy:

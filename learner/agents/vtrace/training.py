@@ -212,28 +212,25 @@ class VTraceTrainer:
         return {**metrics, **self.step.apply(metrics["loss/total"], gradients), PER_UNROLL_ERRORS: errors}
 
     def _update_steps_impl(self, unrolls, order):
-        """The gradient steps on batch-major `unrolls`, step i on rows order[i]: each step's
-        step_metrics [steps, len(step_metrics)] and the per-unroll errors of each row's last step [B]."""
+        """The gradient steps on time-major `unrolls`, step i on the unrolls order[i]: each step's
+        step_metrics [steps, len(step_metrics)] and the per-unroll errors of each unroll's last step [B]."""
         history = tf.TensorArray(tf.float32, size=tf.shape(order)[0])
-        errors = tf.zeros(tf.shape(next(iter(unrolls.values())))[:1])
+        errors = tf.zeros(tf.shape(next(iter(unrolls.values())))[1:2])
         for i in tf.range(tf.shape(order)[0]):
             rows = order[i]
-            # Batch-major to time-major [T+1, rows, ...], as update() hands the compiled step.
-            minibatch = {k: tf.transpose(tf.gather(v, rows), [1, 0, *range(2, len(v.shape))])
-                         for k, v in unrolls.items()}
-            step = self._update_impl(minibatch)
+            step = self._update_impl({k: tf.gather(v, rows, axis=1) for k, v in unrolls.items()})
             history = history.write(i, tf.stack([tf.cast(step[k], tf.float32) for k in self.step_metrics]))
             errors = tf.tensor_scatter_nd_update(errors, rows[:, None], step[PER_UNROLL_ERRORS])
         return history.stack(), errors
 
     def train(self, batch: dict[str, np.ndarray], epochs: int, minibatches: int,
               rng: np.random.Generator) -> dict[str, float]:
-        """`epochs` passes of `minibatches` gradient steps over batch-major [B, T+1, ...] unrolls, reshuffled
+        """`epochs` passes of `minibatches` gradient steps over time-major [T+1, B, ...] unrolls, reshuffled
         every pass (learner/agents/minibatches.py): the steps' metrics averaged, with the last pass's
         PER_UNROLL_ERRORS [B] in batch order."""
         if self._update_steps is None or epochs == minibatches == 1:  # one step: one call either way
             return train_in_minibatches(self.update, batch, epochs, minibatches, rng)
-        size = len(next(iter(batch.values())))
+        size = next(iter(batch.values())).shape[1]
         if size % minibatches:
             raise ValueError(f"a batch of {size} unrolls does not split into {minibatches} equal minibatches; "
                              "make VTraceAgent.batch_size a multiple of VTraceAgent.minibatches")
@@ -243,7 +240,6 @@ class VTraceTrainer:
         return {**average_steps(steps), PER_UNROLL_ERRORS: errors.numpy()}
 
     def update(self, batch: dict[str, np.ndarray]) -> dict[str, float]:
-        """`batch` holds batch-major [B, T+1, ...] unrolls as the queue returns them. The metrics include
+        """`batch` holds time-major [T+1, B, ...] unrolls as the data source forms them. The metrics include
         PER_UNROLL_ERRORS, an array [B] (learner/agents/minibatches.py puts minibatches' back in order)."""
-        time_major = {k: np.swapaxes(v, 0, 1) for k, v in batch.items()}
-        return {k: v.numpy() for k, v in self._update(split_batch(self.strategy, time_major)).items()}
+        return {k: v.numpy() for k, v in self._update(split_batch(self.strategy, batch)).items()}

@@ -19,12 +19,13 @@ def random_steps(rng, num_slots, num_steps):
         yield EnvStepBatch.from_env(frames, np.zeros(num_slots, np.float32), codes, np.zeros(num_slots, bool))
 
 
-@pytest.mark.parametrize("k", [1, 2, 4])
-def test_batches_stack_exactly_the_observations_the_policy_saw(k):
+@pytest.mark.parametrize("k,unroll_length", [(1, 3), (2, 3), (4, 3), (4, 1)])
+def test_batches_stack_exactly_the_observations_the_policy_saw(k, unroll_length):
     """The acting side pushes frames onto each slot's stack; the adder keeps the steps' single frames
-    and the batch stacks them again: across episode starts, lost lives and unroll boundaries they agree."""
+    and the batch stacks them again: across episode starts, lost lives and unroll boundaries (also
+    unrolls shorter than the stack) they agree, time-major, over groups of unrolls."""
     rng = np.random.default_rng(k)
-    slots, unroll_length = 5, 3
+    slots = 5
     table = SlotTable(slots, FRAME, "uint8", k, state_size=0, reward_clipping="none")
     queue = UnrollQueue(capacity=1000)
     adder = UnrollAdder(slots, unroll_length, {"observation": (FRAME, "uint8"), "first": ((), "bool"),
@@ -36,21 +37,33 @@ def test_batches_stack_exactly_the_observations_the_policy_saw(k):
         for slot in ids:
             seen[slot, t] = inputs.observation[slot].copy()
         adder.add(ids, {"observation": steps.observations, "first": inputs.first, "t": np.full(slots, t)})
-    stored = queue.get_batch(len(queue))
-    assert stored["observation"].shape[2:] == FRAME  # single frames, each once
-    assert (HISTORY in stored) == (k > 1)
-    batch = stack_unrolls(stored)
-    slot_of = np.repeat(ids[None], len(stored["t"]) // slots, axis=0).reshape(-1)  # complete together, in order
-    assert len(batch["t"]) == 13 * slots
-    for row, slot in enumerate(slot_of):
-        for j, t in enumerate(batch["t"][row]):
-            np.testing.assert_array_equal(batch["observation"][row, j], seen[slot, t], err_msg=f"slot {slot} t {t}")
+    groups = queue.take(len(queue))
+    assert len(groups) == 39 // unroll_length  # all slots complete an unroll together
+    assert all(g["observation"].shape[2:] == FRAME for g in groups)  # single frames, each once
+    assert all((HISTORY in g) == (k > 1) for g in groups)
+    batch = stack_unrolls(groups)
+    assert batch["t"].shape == (unroll_length + 1, len(groups) * slots)
+    assert batch["observation"].shape == (unroll_length + 1, len(groups) * slots, *FRAME, k)
+    for column, slot in enumerate(np.tile(ids, len(groups))):
+        for j, t in enumerate(batch["t"][:, column]):
+            np.testing.assert_array_equal(batch["observation"][j, column], seen[slot, t], err_msg=f"slot {slot} t {t}")
 
 
 def test_stacks_start_from_zeros_at_each_episode_start():
     frames = np.arange(1, 6, dtype=np.uint8).reshape(1, 5, 1)
     stacked = stack_frames(frames, np.array([[False, False, True, False, False]]), 3)
-    assert stacked[0, :, 0].tolist() == [[0, 0, 3], [0, 3, 4], [3, 4, 5]]
+    assert stacked.shape == (3, 1, 1, 3)  # time-major
+    assert stacked[:, 0, 0].tolist() == [[0, 0, 3], [0, 3, 4], [3, 4, 5]]
+
+
+def test_a_history_read_where_it_lies_stacks_as_the_concatenated_window():
+    rng = np.random.default_rng(2)
+    window = rng.integers(1, 255, (3, 9, *FRAME), dtype=np.uint8)
+    first = rng.random((3, 9)) < 0.3
+    first[:, :3] = False  # a history holds no episode start
+    whole = stack_frames(window, first, 4)
+    np.testing.assert_array_equal(stack_frames(window[:, 3:], first[:, 3:], 4, history=window[:, :3]), whole)
+    np.testing.assert_array_equal(stack_frames(window[:, 2:], first[:, 2:], 4, history=window[:, :2]), whole)
 
 
 def test_a_fresh_slot_after_release_starts_with_an_empty_history():
@@ -69,4 +82,4 @@ def test_a_fresh_slot_after_release_starts_with_an_empty_history():
         adder.add(ids, {"observation": step.observations, "first": inputs.first})
     unroll = queue.get_batch(1)
     assert not unroll[HISTORY].any()
-    np.testing.assert_array_equal(stack_unrolls(unroll)["observation"][0, -1], inputs.observation[0])
+    np.testing.assert_array_equal(stack_unrolls([unroll])["observation"][-1, 0], inputs.observation[0])

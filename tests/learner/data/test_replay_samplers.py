@@ -186,7 +186,7 @@ def test_a_mix_draws_every_source_in_its_ratio(batch_size, sources, counts):
     assert all(abs(c - sources[k] * batch_size) < 1 for k, c in mix.counts.items())
     for i in range(5):
         batch = mix.next_batch()
-        got = np.bincount(batch["source"][:, 0], minlength=len(SOURCE_KINDS))
+        got = np.bincount(batch["source"][0], minlength=len(SOURCE_KINDS))
         assert [got[SOURCE_KINDS.index(k)] for k in sources] == counts
         first_replays = [mix.metrics()[f"data/{k}_first_replays"] for k in sources if k != "queue"]
         if i == 0:  # nothing was replayed before the first source's draw (later ones may share its unrolls)
@@ -291,4 +291,4 @@ def test_a_ring_saved_before_its_first_unroll_resumes_empty():
     resumed.load_state(saved.state(), fields={"id": ((T + 1,), "int32"), "features": ((T + 1, F), "float32")})
     assert len(resumed.ring) == 0
     batch = resumed.next_batch()  # fills and trains as a fresh run does
-    assert len(batch["id"]) == 4 and len(resumed.ring) == 6
+    assert batch["id"].shape[1] == 4 and len(resumed.ring) == 6

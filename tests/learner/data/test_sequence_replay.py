@@ -34,9 +34,9 @@ def test_sampled_sequences_rebuild_stacks_that_restart_at_episode_starts():
     positions = replay.add_frames(np.stack([np.full(FRAME, 10 + i, np.uint8) for i in range(5)]))
     replay.insert(sequence(replay, positions, first=[False, False, False, True, False]))
     batch = replay.sample(1)
-    obs = batch.sequences["observation"][0, :, 0, 0]  # [steps after history, K]
+    obs = batch.sequences["observation"][:, 0, 0, 0]  # [steps after history, K], time-major
     assert obs.tolist() == [[10, 11, 12], [0, 0, 13], [0, 13, 14]]
-    assert batch.sequences["reward"][0].tolist() == [2, 3, 4]  # history rows are dropped
+    assert batch.sequences["reward"][:, 0].tolist() == [2, 3, 4]  # history rows are dropped
     assert batch.weights.max() == 1.0
 
 

@@ -61,14 +61,14 @@ def test_a_mix_fills_its_replay_first_then_draws_its_sources_in_the_configured_r
     first = mix.next_batch()
     # Four takes of 2 fill the replay to 8, then the batch takes 2 fresh and samples 6.
     assert mix.last_fresh == 8 + 2 and mix.shares == {"queue": 0.25, "uniform": 0.75}
-    assert first["t"].shape == (8, T + 1) and len(mix.ring) == 10
-    # Every row says where it came from, per step: the fresh ones first, then the replayed ones.
-    np.testing.assert_array_equal(first["source"][:, 0], [0] * 2 + [SOURCE_KINDS.index("uniform")] * 6)
-    assert (first["source"] == first["source"][:, :1]).all() and (first["sample_weight"] == 1).all()
+    assert first["t"].shape == (T + 1, 8) and len(mix.ring) == 10  # time-major
+    # Every unroll says where it came from, per step: the fresh ones first, then the replayed ones.
+    np.testing.assert_array_equal(first["source"][0], [0] * 2 + [SOURCE_KINDS.index("uniform")] * 6)
+    assert (first["source"] == first["source"][:1]).all() and (first["sample_weight"] == 1).all()
     for _ in range(5):
         batch = mix.next_batch()
         assert mix.last_fresh == 2 and mix.shares == {"queue": 0.25, "uniform": 0.75}
-        assert batch["t"].shape == (8, T + 1)
+        assert batch["t"].shape == (T + 1, 8)
     assert len(mix.ring) == 10 + 5 * 2
     assert len(queue) == 80 - 10 - 5 * 2
 
@@ -84,7 +84,8 @@ def test_replayed_unrolls_are_whole_unrolls_of_one_slot_with_the_logits_they_wer
     replayed = []
     for _ in range(5):
         batch = mix.next_batch()
-        replayed += [{k: v[i] for k, v in batch.items()} for i in range(1, 2)]  # fresh first, then replayed
+        batch.pop("key")  # per unroll; the rest is time-major [T+1, B, ...]
+        replayed.append({k: v[:, 1] for k, v in batch.items()})  # fresh first, then replayed
     for unroll in replayed:
         assert len(set(unroll["slot"])) == 1, "a replayed unroll spans two slots"
         assert list(np.diff(unroll["t"])) == [1] * T, "a replayed unroll's steps are not consecutive"

@@ -15,21 +15,20 @@ def test_step_values_give_the_gae_of_those_values_and_the_networks_bootstrap_val
     rng = np.random.default_rng(8)
     for variable in agent.network.trainable_variables:  # the network moves on after acting
         variable.assign_add(0.3 * rng.normal(size=variable.shape).astype(np.float32))
-    step_values = rng.normal(size=batch["value"][:, :-1].shape).astype(np.float32)
+    step_values = rng.normal(size=batch["value"][:-1].shape).astype(np.float32)
     stored, recomputed = agent.trainer.prepare(batch), agent.trainer.prepare(batch, step_values)
 
-    time_major = {k: np.swapaxes(v, 0, 1) for k, v in batch.items()}
-    outputs, _ = agent.network.unroll(time_major["prev_action"], EnvOutput(
-        time_major["reward"], time_major["first"], time_major["observation"]), time_major["core_state"][0])
-    values = np.concatenate([step_values.T, outputs.baseline.numpy()[-1:]], 0)
-    terminated, done = time_major["terminated"], time_major["terminated"] | time_major["truncated"]
+    outputs, _ = agent.network.unroll(batch["prev_action"], EnvOutput(
+        batch["reward"], batch["first"], batch["observation"]), batch["core_state"][0])
+    values = np.concatenate([step_values, outputs.baseline.numpy()[-1:]], 0)
+    terminated, done = batch["terminated"], batch["terminated"] | batch["truncated"]
     discount, lambda_ = agent.trainer.loss.discount, agent.trainer.loss.lambda_
-    expected = numpy_gae(time_major["reward"][1:], values[:-1], values[-1], discount * (1 - terminated[1:]),
+    expected = numpy_gae(batch["reward"][1:], values[:-1], values[-1], discount * (1 - terminated[1:]),
                          1.0 - done[:-1], lambda_)
-    np.testing.assert_allclose(recomputed["advantages"], expected.T, rtol=1e-4, atol=1e-4)
-    np.testing.assert_allclose(recomputed["returns"], (expected + values[:-1]).T, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(recomputed["advantages"], expected, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(recomputed["returns"], expected + values[:-1], rtol=1e-4, atol=1e-4)
     assert not np.allclose(stored["advantages"], recomputed["advantages"], atol=1e-3)
-    np.testing.assert_array_equal(recomputed["value"], batch["value"][:, :-1])  # value clipping's reference
+    np.testing.assert_array_equal(recomputed["value"], batch["value"][:-1])  # value clipping's reference
 
 
 def test_later_epochs_take_the_values_the_previous_epochs_minibatches_computed():
@@ -49,7 +48,7 @@ def test_later_epochs_take_the_values_the_previous_epochs_minibatches_computed()
 
     epochs, minibatches = SMALL["PPOAgent"]["epochs"], SMALL["PPOAgent"]["minibatches"]
     assert len(given) == epochs and given[0] is None  # the first epoch: the values stored when acting
-    stored = batch["value"][:, :-1]
+    stored = batch["value"][:-1]
     for values in given[1:]:
         assert values.shape == stored.shape and np.isfinite(values).all()
         assert not np.allclose(values, stored, atol=1e-4)
@@ -63,17 +62,17 @@ def test_later_epochs_take_the_values_the_previous_epochs_minibatches_computed()
 
 
 def test_per_unroll_arrays_come_back_in_batch_order_and_reach_the_next_epoch():
-    batch = {"x": np.arange(6, dtype=np.float64)}
+    batch = {"x": np.arange(6, dtype=np.float64)[None]}  # time-major [1, 6]: six one-step unrolls
     seen = []
 
     def epoch_batch(per_unroll):
         seen.append(per_unroll.get("per_unroll/double"))
         return batch
 
-    def update(minibatch):  # each row's array: twice its value, two columns
-        return {"update_applied": True, "loss": 1.0, "per_unroll/double": np.stack([2 * minibatch["x"]] * 2, 1)}
+    def update(minibatch):  # each unroll's array: twice its value, two rows (the unrolls on the last axis)
+        return {"update_applied": True, "loss": 1.0, "per_unroll/double": np.concatenate([2 * minibatch["x"]] * 2)}
     metrics = train_in_minibatches(update, epoch_batch, 3, 2, np.random.default_rng(0))
-    expected = np.stack([2 * batch["x"]] * 2, 1)
+    expected = np.concatenate([2 * batch["x"]] * 2)
     assert seen[0] is None
     np.testing.assert_array_equal(seen[1], expected)
     np.testing.assert_array_equal(seen[2], expected)
@@ -103,7 +102,7 @@ def test_the_loss_weighs_the_entropy_by_the_decayed_cost_and_training_steps_adva
     trainer = agent.trainer
     trainer.loss = PPOLoss(entropy_cost=0.01, entropy_decay="linear", final_entropy_cost=0.0)
     trainer.num_training_steps = 8
-    steps = {k: np.swapaxes(v, 0, 1) for k, v in trainer.prepare(batch).items()}
+    steps = trainer.prepare(batch)
     at_start, start_metrics = trainer.loss(agent.network, agent.distribution, steps, 0.0)
     at_half, half_metrics = trainer.loss(agent.network, agent.distribution, steps, 0.5)
     # total = policy + value - weight x entropy, and "loss/entropy" is -entropy.

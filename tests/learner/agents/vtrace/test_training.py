@@ -9,13 +9,15 @@ from learner.networks import ActorCriticNetwork
 from learner.optimizers import create_optimizer
 
 
-def random_unrolls(rng, batch, length, obs_shape, obs_dtype, num_actions, state_size):
+def random_unrolls(rng, batch, length, obs_shape, obs_dtype, num_actions, state_size, time_major=True):
+    """Random unrolls as a training batch holds them, time-major [T+1, B, ...] (as stored, [B, T+1, ...],
+    without `time_major`)."""
     steps = length + 1
     if obs_dtype == "uint8":
         observation = rng.integers(0, 255, (batch, steps, *obs_shape), dtype=np.uint8)
     else:
         observation = rng.normal(size=(batch, steps, *obs_shape)).astype(np.float32)
-    return {
+    unrolls = {
         "observation": observation,
         "reward": rng.normal(size=(batch, steps)).astype(np.float32),
         "first": rng.random((batch, steps)) < 0.1,
@@ -27,6 +29,7 @@ def random_unrolls(rng, batch, length, obs_shape, obs_dtype, num_actions, state_
         "behaviour_value": rng.normal(size=(batch, steps)).astype(np.float32),
         "core_state": rng.normal(size=(batch, steps, state_size)).astype(np.float32),
     }
+    return {k: np.ascontiguousarray(np.swapaxes(v, 0, 1)) for k, v in unrolls.items()} if time_major else unrolls
 
 
 @pytest.mark.parametrize("torso, obs_shape, obs_dtype, lstm_units", [
@@ -52,7 +55,7 @@ def test_non_finite_batch_is_skipped_without_touching_weights():
     agent = ActorCriticNetwork(2, (4, 1), "float32", torso="mlp")
     trainer = VTraceTrainer(agent, create_optimizer(100))
     unrolls = random_unrolls(rng, 2, 4, (4, 1), "float32", 2, 0)
-    unrolls["reward"][0, 2] = np.inf
+    unrolls["reward"][2, 0] = np.inf
     before = [v.numpy().copy() for v in agent.trainable_variables]
     metrics = trainer.update(unrolls)
     assert not metrics["update_applied"]
@@ -67,8 +70,7 @@ def test_normalized_advantages_make_the_policy_term_independent_of_the_reward_sc
     from learner.agents.vtrace.training import VTraceLoss
     rng = np.random.default_rng(0)
     agent = ActorCriticNetwork(3, (4, 1), "float32", torso="mlp")
-    unrolls = {k: tf.constant(np.swapaxes(v, 0, 1))
-               for k, v in random_unrolls(rng, 4, 6, (4, 1), "float32", 3, agent.state_size).items()}
+    unrolls = {k: tf.constant(v) for k, v in random_unrolls(rng, 4, 6, (4, 1), "float32", 3, agent.state_size).items()}
     scaled_head = lambda s: agent._baseline.kernel.assign(agent._baseline.kernel * s)  # values scale with rewards
 
     def policy_losses(normalize):
@@ -94,12 +96,12 @@ def test_epochs_and_minibatches_take_that_many_gradient_steps_on_whole_unrolls_a
     agent = VTraceAgent(AgentContext(spec, 1, 4, 10 ** 6), unroll_length=5, batch_size=4,
                         epochs=3, minibatches=2)
     rng = np.random.default_rng(2)
-    assert agent.data.queue.put(random_unrolls(rng, 4, 5, (4,), "float32", 2, 0))
+    assert agent.data.queue.put(random_unrolls(rng, 4, 5, (4,), "float32", 2, 0, time_major=False))
     seen = []
     update = agent.trainer.update
     agent.trainer.update = lambda batch: seen.append(batch["reward"].shape) or update(batch)
     metrics, frames = agent.update(agent.data.next_batch())
-    assert seen == [(2, 6)] * 6  # 3 epochs x 2 minibatches of 2 whole unrolls (T+1 = 6 steps)
+    assert seen == [(6, 2)] * 6  # 3 epochs x 2 minibatches of 2 whole unrolls (T+1 = 6 steps), time-major
     assert int(agent.optimizer.iterations.numpy()) == 6
     assert frames == 4 * 5 and metrics["update_applied"] and np.isfinite(metrics["loss/total"])
 
@@ -141,7 +143,7 @@ def test_vtrace_replay_mix_is_saved_and_restored_with_checkpoint_replay(tmp_path
 
     saved, rng = agent(), np.random.default_rng(3)
     for _ in range(5):
-        assert saved.data.queue.put(random_unrolls(rng, 2, 5, (4,), "float32", 2, 0))
+        assert saved.data.queue.put(random_unrolls(rng, 2, 5, (4,), "float32", 2, 0, time_major=False))
     for _ in range(3):
         saved.update(saved.data.next_batch())  # the updates give the prioritised unrolls their errors
     (name, sidecar), = saved.data.checkpoint_sidecars().items()
@@ -178,8 +180,7 @@ def clear_terms(behaviour_logits, behaviour_value, source, rng):
     from learner.networks import EnvOutput
 
     agent = ActorCriticNetwork(3, (4, 1), "float32", torso="mlp")
-    batch = random_unrolls(rng, 4, 5, (4, 1), "float32", 3, 0)
-    major = {k: np.swapaxes(v, 0, 1) for k, v in batch.items()}
+    major = random_unrolls(rng, 4, 5, (4, 1), "float32", 3, 0)
     outputs, _ = agent.unroll(major["prev_action"], EnvOutput(major["reward"], major["first"], major["observation"]),
                               major["core_state"][0])
     major["behaviour_logits"] = behaviour_logits(outputs.policy_logits.numpy())
@@ -238,7 +239,7 @@ def test_the_acting_call_stores_the_features_the_policy_would_encode_and_an_elit
     rng = np.random.default_rng(4)
     batch = first_batch(agent, pipeline, rng)
     width = 3 if features == "policy_logits" else 64
-    assert batch["features"].shape == (5, 5, width)
+    assert batch["features"].shape == (5, 5, width)  # [T+1, B, F]
     np.testing.assert_allclose(agent._encode(batch), batch["features"], rtol=1e-4, atol=1e-5)
     assert agent.data.metrics()["data/elite_distance"] == pytest.approx(0.0, abs=1e-4)
     metrics, frames = agent.update(batch)
@@ -260,7 +261,7 @@ def test_the_progress_line_describes_each_replay_source():
     assert agent.data.describe() == "queue 0/64 | replay 0/8 | uniform 0.25 | prioritised 0.25"
     rng = np.random.default_rng(3)
     for _ in range(4):
-        assert agent.data.queue.put(random_unrolls(rng, 2, 5, (4,), "float32", 2, 0))
+        assert agent.data.queue.put(random_unrolls(rng, 2, 5, (4,), "float32", 2, 0, time_major=False))
     agent.update(agent.data.next_batch())
     line = agent.data.describe()
     assert (line.startswith("queue 2/64 | replay 6/8 | uniform 0.25 age 0 rho ")
@@ -278,7 +279,7 @@ def test_each_source_reports_its_own_kl_and_clipped_share_against_numpy():
 
     rng, other = np.random.default_rng(10), np.random.default_rng(11)
     agent = ActorCriticNetwork(3, (4, 1), "float32", torso="mlp")
-    major = {k: np.swapaxes(v, 0, 1) for k, v in random_unrolls(rng, 4, 5, (4, 1), "float32", 3, 0).items()}
+    major = random_unrolls(rng, 4, 5, (4, 1), "float32", 3, 0)
     outputs, _ = agent.unroll(major["prev_action"], EnvOutput(major["reward"], major["first"], major["observation"]),
                               major["core_state"][0])
     # Fresh unrolls acted by the policy itself, replayed ones by another.
@@ -323,7 +324,7 @@ def test_a_mix_resumed_without_its_replay_counts_updates_from_the_restored_optim
     agent.optimizer.iterations.assign(2 * 2 * 30)  # as a checkpoint of 30 updates restores it
     rng = np.random.default_rng(3)
     for _ in range(4):
-        assert agent.data.queue.put(random_unrolls(rng, 2, 5, (4,), "float32", 2, 0))
+        assert agent.data.queue.put(random_unrolls(rng, 2, 5, (4,), "float32", 2, 0, time_major=False))
     agent.update(agent.data.next_batch())
     assert agent.data.updates == 31
     assert agent.data.metrics()["data/uniform_age_updates"] == 0.0  # the refilled ring's unrolls came in at 30
@@ -340,7 +341,7 @@ def test_minibatch_loop_in_graph_makes_the_same_steps_as_the_python_loop(epochs,
     trainers = [VTraceTrainer(net, keras.optimizers.SGD(1e-2), minibatch_loop_in_graph=in_graph)
                 for net, in_graph in zip(nets, (False, True))]
     batch = random_unrolls(rng, 6, 5, (36, 36, 2), "uint8", 3, nets[0].state_size)
-    batch["reward"][4, 2] = np.inf
+    batch["reward"][2, 4] = np.inf
     for _ in range(2):
         python, graph = (trainer.train(batch, epochs, minibatches, np.random.default_rng(7)) for trainer in trainers)
         assert set(graph) == set(python)
