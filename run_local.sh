@@ -7,8 +7,17 @@
 #   ./run_local.sh atari vtrace 4 4 --game Breakout
 #   ./run_local.sh classic vtrace 2 4 --gin_bindings 'VTraceLoss.entropy_cost=0.005'
 #
+# ENV (its games for --game; the extra it needs, installed with .venv/bin/pip install -e '.[EXTRA]'):
+#   atari     any ale-py game: Pong (default), Breakout, SpaceInvaders, ...; no extra
+#   classic   any gymnasium id with Box observations: CartPole-v1 (default), Acrobot-v1, Pendulum-v1 (SAC's
+#             default), ...; no extra
+#   mujoco    gymnasium's v5 tasks: HalfCheetah-v5 (default), Hopper-v5, Walker2d-v5, Ant-v5, ...; extra mujoco
+#   dmc       dm_control's suite from states as DOMAIN-TASK: cheetah-run (default), walker-walk, hopper-hop, ...;
+#             extra dmc
+# AGENT is vtrace, r2d2, ppo or sac, where seed/configs/<ENV>_<AGENT>.gin exists (docs/envs.md has the table).
+#
 # Options:
-#   --game NAME          Atari game (default Pong) or gymnasium env id (default CartPole-v1)
+#   --game NAME          the game or task of ENV (above)
 #   --frames N           frame budget: env frames to train, e.g. 10M, 500k or 2_000_000 (default: the
 #                        config's training.total_environment_frames; 10M for Atari). Where the config
 #                        sets training.schedule_frames (atari_vtrace, atari_r2d2) N moves the stop only;

@@ -43,7 +43,7 @@ HOST_VERSION=$("$HOST_PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:
   say "$BASE has Python $BASE_VERSION but $HOST_PYTHON is $HOST_VERSION; set SEED_PYTHON to a Python $BASE_VERSION"
   exit 2; }
 say "downloading wheels for Python $BASE_VERSION into docker/wheels/"
-"$HOST_PYTHON" -m pip download -q -d docker/wheels ".[video,mujoco]" "setuptools>=68" wheel >&2
+"$HOST_PYTHON" -m pip download -q -d docker/wheels ".[video,mujoco,dmc]" "setuptools>=68" wheel >&2
 
 say "building $IMAGE from docker/Dockerfile with no package index"
 # --format docker: podman's default OCI format drops the Dockerfile's SHELL (bash with pipefail).

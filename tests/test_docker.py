@@ -37,7 +37,7 @@ def test_image_copies_only_what_it_needs_and_runs_as_non_root():
     dockerfile = (REPO_ROOT / "docker" / "Dockerfile").read_text()
     ignore = (REPO_ROOT / ".dockerignore").read_text().split()
     assert "USER 1000:1000" in dockerfile and 'GPU_EXTRA=",gpu"' in dockerfile  # VARIANT=gpu: the gpu extra
-    assert "ARG EXTRAS=video,mujoco" in dockerfile  # one image runs every env family
+    assert "ARG EXTRAS=video,mujoco,dmc" in dockerfile  # one image runs every env family
     assert "*" in ignore and not any(p.startswith("!runs") for p in ignore)  # all but the sources stays out
     for copied in ("seed", "actors", "learner", "run_local.sh", "setup.cfg"):
         assert f"!{copied}" in " ".join(ignore)

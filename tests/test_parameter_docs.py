@@ -19,8 +19,8 @@ CONFIGURABLES = ("create_envs", "create_atari_envs", "create_gym_envs", "run_act
                  "service", "reporting", "create_strategy", "create_optimizer", "ActorCriticNetwork",
                  "DuelingQNetwork", "VTraceAgent", "VTraceLoss",
                  "VTraceTrainer", "R2D2Agent", "R2D2Trainer", "FixedActionAgent", "PPOAgent", "PPOLoss", "PPOTrainer",
-                 "ContinuousActorCriticNetwork", "SACAgent", "SACTrainer", "create_mujoco_envs", "PrioritisedSampler",
-                 "EliteSampler", "AttentiveSampler")
+                 "ContinuousActorCriticNetwork", "SACAgent", "SACTrainer", "create_mujoco_envs", "create_dmc_envs",
+                 "PrioritisedSampler", "EliteSampler", "AttentiveSampler")
 PACKAGES = ("seed", "actors", "learner")
 
 

@@ -129,6 +129,10 @@ def test_a_game_binding_names_the_run_and_a_binding_of_the_game_setting_itself_i
                             timeout=60)
     assert result.returncode == 2 and "would train another game than the run directory says; use --game" in \
         result.stderr
+    result = subprocess.run(["./run_local.sh", "dmc", "sac", "1", "1", "--gin_bindings",
+                             "create_dmc_envs.task='walker-walk'"], cwd=REPO_ROOT, capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 2 and "would train another game than the run directory says" in result.stderr
 
 
 def test_the_run_stops_with_the_reason_when_every_actor_has_given_up(tmp_path):
@@ -288,3 +292,20 @@ def test_a_reader_that_goes_away_stops_the_run_as_ctrl_c_does(tmp_path):
     assert saved_frames(tmp_path) > 0
     left = subprocess.run(["pgrep", "-f", f"--logdir {tmp_path}"], capture_output=True, text=True).stdout.split()
     assert not left, f"processes of the run still alive: {left}"
+
+
+def test_a_dm_control_task_trains_sac_to_its_budget_and_reports_whole_episodes(tmp_path):
+    """The dmc family end to end: walker-walk's 1,000 control steps an episode, 250 agent steps under
+    an action repeat of 4, frames counting control steps."""
+    result = subprocess.run(["./run_local.sh", "dmc", "sac", "1", "2", "--game", "walker-walk", "--frames", "2400",
+                             "--logdir", str(tmp_path), "--gin_bindings", "create_dmc_envs.action_repeat=4",
+                             "--gin_bindings", "SACAgent.min_replay_size=200"],
+                            cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "SACAgent on observations 24 float32, continuous 6 actions in [-1, 1] (4 frames per agent step)" in \
+        result.stderr
+    assert saved_frames(tmp_path) >= 2400
+    rows = [line.split(",") for line in (tmp_path / "episodes.csv").read_text().splitlines()[1:]]
+    assert len(rows) == 2 and all(int(r[3]) == 1000 and float(r[1]) > 0 for r in rows)
+    reader = tf.train.load_checkpoint(str(tmp_path / "checkpoints"))
+    assert int(reader.get_tensor("optimizer/_iterations/.ATTRIBUTES/VARIABLE_VALUE")) > 0  # SAC trained

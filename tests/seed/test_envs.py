@@ -102,14 +102,17 @@ def test_every_family_config_names_its_game_in_the_game_macro_and_the_family_rea
 
     from seed import gin_setup
     try:
-        for config, default, other, actions in (("atari_vtrace.gin", "Pong", "Breakout", 4),
-                                                ("classic_r2d2.gin", "CartPole-v1", "Acrobot-v1", 3)):
+        # Pong has 6 actions, CartPole 2; cheetah-run 17 observations.
+        for config, default, other, spec in (("atari_vtrace.gin", "Pong", "Breakout", (4, (84, 84))),
+                                             ("classic_r2d2.gin", "CartPole-v1", "Acrobot-v1", (3, (6,))),
+                                             ("dmc_sac.gin", "cheetah-run", "walker-walk", (0, (24,)))):
             gin.clear_config()
             gin_setup.parse([config], [], skip_unknown=True)
             assert gin.query_parameter("%GAME") == default
             gin.clear_config()
             gin_setup.parse([config], [f"GAME='{other}'"], skip_unknown=True)
-            assert envs.env_spec().num_actions == actions, config  # Pong has 6 actions, CartPole 2
+            other_spec = envs.env_spec()
+            assert (other_spec.num_actions, other_spec.observation_shape) == spec, config
     finally:
         gin.clear_config()
 
@@ -194,3 +197,60 @@ def test_a_life_lost_on_the_frame_limit_step_is_a_cut_off_game_not_a_lost_life()
             break
     assert step == 68 and truncated[0] and terminated[0] == 0
     e.close()
+
+
+def test_a_dm_control_task_flattens_its_observations_and_keeps_its_bounds():
+    e = envs.create_dmc_envs(2, task="cheetah-run")
+    try:
+        assert e.spec.observation_shape == (17,) and e.spec.observation_dtype == "float32"  # position 8 + velocity 9
+        assert e.spec.action.shape == (6,) and e.spec.action.low == (-1.0,) * 6 and e.spec.action.high == (1.0,) * 6
+        assert e.spec.frames_per_step == 1
+        first = e.reset(seed=0)
+        obs, rewards, terminated, truncated = e.step(np.ones((2, 6), np.float32))
+        assert first.dtype == obs.dtype == np.float32 and obs.shape == (2, 17) and not (obs == first).all()
+        assert rewards.dtype == np.float32 and ((rewards >= 0) & (rewards <= 1)).all()
+        assert not terminated.any() and not truncated.any()
+    finally:
+        e.close()
+
+
+def test_a_dm_control_time_limit_is_a_truncation_counted_in_control_steps_under_an_action_repeat():
+    e = envs.create_dmc_envs(1, task="walker-walk", action_repeat=8)
+    try:
+        assert e.spec.frames_per_step == 8
+        e.reset(seed=1)
+        rewards = []
+        for _ in range(200):
+            _, reward, terminated, truncated = e.step(np.zeros((1, 6), np.float32))
+            rewards.append(reward[0])
+            assert not terminated[0]
+            if truncated[0]:
+                break
+        assert truncated[0] and len(rewards) == 1000 // 8  # the suite's 1,000 control steps
+        assert max(rewards) > 1.0  # a step's reward sums its 8 control steps' (each at most 1)
+        _, reward, terminated, truncated = e.step(np.zeros((1, 6), np.float32))
+        assert reward[0] == 0 and not terminated[0] and not truncated[0]  # the reset step
+    finally:
+        e.close()
+
+
+def test_dm_control_resets_are_seeded():
+    def first_observations(seed):
+        e = envs.create_dmc_envs(2, task="walker-walk")
+        try:
+            return e.reset(seed=seed)
+        finally:
+            e.close()
+
+    a, b = first_observations(5), first_observations(5)
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(a[0], a[1])  # env i resets with seed + i
+    assert not np.array_equal(a, first_observations(6))
+
+
+def test_unknown_dm_control_tasks_and_action_repeats_are_refused_with_the_fix():
+    with pytest.raises(ValueError, match="unknown dm_control task 'cheetah_run'; use DOMAIN-TASK, one of .*"
+                                         "cheetah-run"):
+        envs.create_dmc_envs(1, task="cheetah_run")
+    with pytest.raises(ValueError, match="action_repeat=0; it must be at least 1"):
+        envs.create_dmc_envs(1, action_repeat=0)
