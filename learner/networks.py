@@ -110,12 +110,12 @@ class RecurrentNetwork(tf.Module):
         if initialization not in INITIALIZATIONS:
             raise ValueError(f"unknown initialization {initialization!r}; use one of {INITIALIZATIONS}")
         if torso is None:  # the usual choice for the observation's kind
-            torso = "nature_cnn" if len(observation_shape) == 3 else "mlp"
+            torso = "nature_cnn" if len(observation_shape) in (3, 4) else "mlp"
         if torso not in TORSOS:
             raise ValueError(f"unknown torso {torso!r}; use one of {sorted(TORSOS)}")
-        if torso != "mlp" and len(observation_shape) != 3:
-            raise ValueError(f"torso {torso!r} needs image observations (H, W, stack), got shape "
-                             f"{tuple(observation_shape)}; use {type(self).__name__}.torso = 'mlp'")
+        if torso != "mlp" and len(observation_shape) not in (3, 4):
+            raise ValueError(f"torso {torso!r} needs image observations (H, W, stack) or (H, W, channels, stack), "
+                             f"got shape {tuple(observation_shape)}; use {type(self).__name__}.torso = 'mlp'")
         self.num_actions = num_actions
         self.lstm_units = lstm_units
         self.observation_shape = tuple(observation_shape)
@@ -175,6 +175,9 @@ class RecurrentNetwork(tf.Module):
         """The torso's features; with a separate critic, the policy's and the value's concatenated
         (`_split_features` parts them again in the heads)."""
         x = self._normalizer(observation) if self._normalizer else tf.cast(observation, tf.float32) * self._scale
+        if len(self.observation_shape) == 4:  # colour or feature planes, stacked: one conv input of C*k channels
+            height, width, channels, stack = self.observation_shape
+            x = tf.reshape(x, [-1, height, width, channels * stack])
         if self._value_torso is None:
             return self._torso(x)
         return tf.concat([self._torso(x), self._value_torso(x)], axis=-1)

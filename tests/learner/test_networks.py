@@ -44,6 +44,20 @@ def test_image_torsos(torso, num_convs):
     assert out.policy_logits.shape == (5, 6) and out.baseline.shape == (5,) and state.shape == (5, 0)
 
 
+def test_stacked_colour_frames_reach_the_convolutions_as_one_input_of_channels_times_stack():
+    agent = ActorCriticNetwork(9, (72, 96, 3, 2), "uint8", torso="nature_cnn")
+    first_conv = next(v for v in agent.trainable_variables if len(v.shape) == 4)
+    assert first_conv.shape[2] == 6  # 3 colours x 2 frames
+    frames = np.random.default_rng(0).integers(0, 256, (2, 72, 96, 3, 2), np.uint8)
+    env_outputs = EnvOutput(tf.zeros([2]), tf.zeros([2], tf.bool), tf.constant(frames))
+    out, _ = agent(tf.zeros([2], tf.int32), env_outputs, agent.initial_state(2))
+    older_changed = frames.copy()
+    older_changed[..., 0] = 255 - older_changed[..., 0]
+    changed, _ = agent(tf.zeros([2], tf.int32), env_outputs._replace(observation=tf.constant(older_changed)),
+                       agent.initial_state(2))
+    assert out.policy_logits.shape == (2, 9) and not np.allclose(out.policy_logits, changed.policy_logits)
+
+
 def test_image_torso_on_vector_observations_names_the_fix():
     with pytest.raises(ValueError, match="torso = 'mlp'"):
         ActorCriticNetwork(2, (4, 1), "float32", torso="nature_cnn")
