@@ -14,6 +14,8 @@
 #   mujoco    gymnasium's v5 tasks: HalfCheetah-v5 (default), Hopper-v5, Walker2d-v5, Ant-v5, ...; extra mujoco
 #   dmc       dm_control's suite from states as DOMAIN-TASK: cheetah-run (default), walker-walk, hopper-hop, ...;
 #             extra dmc
+#   football  Google Research Football scenarios: 11_vs_11_easy_stochastic (default), academy_empty_goal_close,
+#             academy_3_vs_1_with_keeper, ...; extra football (Python 3.11)
 #   dmlab     DeepMind Lab levels: explore_goal_locations_small (default) and the rest of DMLab-30, or any
 #             level script; needs DeepMind Lab's own deepmind_lab module, built from github.com/deepmind/lab
 # AGENT is vtrace, r2d2, ppo or sac, where seed/configs/<ENV>_<AGENT>.gin exists (docs/envs.md has the table).

@@ -326,3 +326,15 @@ def test_a_deepmind_lab_level_trains_vtrace_with_the_stand_in_engine_and_one_lev
     rows = [line.split(",") for line in (tmp_path / "episodes.csv").read_text().splitlines()[1:]]
     assert rows and all(int(r[3]) == 240 for r in rows)  # the stand-in's episodes, in engine frames
     assert len([p for p in cache.rglob("*") if p.is_file()]) == 1
+
+
+def test_a_football_scenario_trains_vtrace_on_stacked_mini_maps(tmp_path):
+    """The football family end to end on envpool's engine: 4 SMM planes x 4 frames into the network."""
+    result = subprocess.run(["./run_local.sh", "football", "vtrace", "1", "2", "--game", "academy_empty_goal_close",
+                             "--frames", "800", "--logdir", str(tmp_path), "--gin_bindings", "VTraceAgent.batch_size=2",
+                             "--gin_bindings", "VTraceAgent.minibatches=1"],
+                            cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "VTraceAgent on observations 72x96x4 uint8, 19 actions" in result.stderr
+    assert saved_frames(tmp_path) >= 800
+    assert len((tmp_path / "episodes.csv").read_text().splitlines()) > 1  # academy episodes are short

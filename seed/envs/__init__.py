@@ -96,5 +96,6 @@ def env_spec() -> EnvSpec:
 from seed.envs.atari import ale_rom_id, create_atari_envs  # noqa: E402,F401
 from seed.envs.dmc import create_dmc_envs  # noqa: E402,F401
 from seed.envs.dmlab import create_dmlab_envs  # noqa: E402,F401
+from seed.envs.football import create_football_envs  # noqa: E402,F401
 from seed.envs.gym import create_gym_envs  # noqa: E402,F401
 from seed.envs.mujoco import create_mujoco_envs  # noqa: E402,F401
