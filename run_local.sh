@@ -16,6 +16,8 @@
 #             extra dmc
 #   football  Google Research Football scenarios: 11_vs_11_easy_stochastic (default), academy_empty_goal_close,
 #             academy_3_vs_1_with_keeper, ...; extra football (Python 3.11)
+#   procgen   the 16 Procgen games: starpilot (default), bigfish, coinrun, fruitbot, ...; extra procgen (Python
+#             3.11) and the system's Qt 5 runtime (apt install libqt5gui5)
 #   dmlab     DeepMind Lab levels: explore_goal_locations_small (default) and the rest of DMLab-30, or any
 #             level script; needs DeepMind Lab's own deepmind_lab module, built from github.com/deepmind/lab
 # AGENT is vtrace, r2d2, ppo or sac, where seed/configs/<ENV>_<AGENT>.gin exists (docs/envs.md has the table).

@@ -54,7 +54,7 @@ MARK_TOLERANCE = 0.025
 STATUSES = ("default", "ablation", "probe", "superseded")
 AGENTS = {"vtrace": "V-trace", "r2d2": "R2D2", "ppo": "PPO", "sac": "SAC"}
 ENVS = {"atari": "Atari", "classic": "classic control", "mujoco": "MuJoCo", "dmc": "dm_control", "football": "Football",
-        "dmlab": "DeepMind Lab (a stand-in here)"}
+        "procgen": "Procgen", "dmlab": "DeepMind Lab (a stand-in here)"}
 MARKS = {"atari": (2_500_000, 5_000_000, 10_000_000), "mujoco": (300_000, 500_000, 1_000_000),
          "classic": (50_000, 100_000, 300_000)}
 # A marker is a line of its own (a marker quoted in prose or in `code` is not one).

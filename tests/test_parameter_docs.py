@@ -21,6 +21,7 @@ CONFIGURABLES = ("create_envs", "create_atari_envs", "create_gym_envs", "run_act
                  "VTraceTrainer", "R2D2Agent", "R2D2Trainer", "FixedActionAgent", "PPOAgent", "PPOLoss", "PPOTrainer",
                  "ContinuousActorCriticNetwork", "SACAgent", "SACTrainer", "create_mujoco_envs", "create_dmc_envs",
                  "create_dmlab_envs", "create_football_envs",
+                 "create_procgen_envs",
                  "PrioritisedSampler", "EliteSampler", "AttentiveSampler")
 PACKAGES = ("seed", "actors", "learner")
 

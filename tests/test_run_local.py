@@ -338,3 +338,16 @@ def test_a_football_scenario_trains_vtrace_on_stacked_mini_maps(tmp_path):
     assert "VTraceAgent on observations 72x96x4 uint8, 19 actions" in result.stderr
     assert saved_frames(tmp_path) >= 800
     assert len((tmp_path / "episodes.csv").read_text().splitlines()) > 1  # academy episodes are short
+
+
+def test_a_procgen_game_trains_vtrace_with_the_impala_cnn_on_rgb_frames(tmp_path):
+    import ctypes.util
+    if ctypes.util.find_library("Qt5Gui") is None:
+        pytest.skip("Procgen needs the Qt 5 runtime: apt install libqt5gui5 (tests/run.sh does, as root)")
+    result = subprocess.run(["./run_local.sh", "procgen", "vtrace", "1", "4", "--game", "bigfish", "--frames", "1600",
+                             "--logdir", str(tmp_path), "--gin_bindings", "VTraceAgent.batch_size=4",
+                             "--gin_bindings", "VTraceAgent.minibatches=2"],
+                            cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "VTraceAgent on observations 64x64x3 uint8, 15 actions" in result.stderr
+    assert saved_frames(tmp_path) >= 1600

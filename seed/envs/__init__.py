@@ -99,3 +99,4 @@ from seed.envs.dmlab import create_dmlab_envs  # noqa: E402,F401
 from seed.envs.football import create_football_envs  # noqa: E402,F401
 from seed.envs.gym import create_gym_envs  # noqa: E402,F401
 from seed.envs.mujoco import create_mujoco_envs  # noqa: E402,F401
+from seed.envs.procgen import create_procgen_envs  # noqa: E402,F401

@@ -10,13 +10,12 @@ carried by our controlled player, first comes within in an episode, and the rest
 gfootball's checkpoint reward does. The ball's position is read off the mini-map (a pixel is about
 0.02 of the pitch's length), so it is an approximation of that reward, not the engine's own.
 
-Envs come from one envpool pool per actor, seeded as env i = seed + i, with next-step autoreset,
-the contract of every family (seed/envs/__init__.py)."""
+Envs come from one envpool pool per actor (seed/envs/pools.py)."""
 import gin
 import numpy as np
 
-from seed.envs import ActorEnvs, register_family
-from seed.specs import ActionSpec, EnvSpec
+from seed.envs import register_family
+from seed.envs.pools import PoolEnvs, envpool_module
 
 SCENARIOS = (
     "11_vs_11_easy_stochastic", "11_vs_11_stochastic", "11_vs_11_hard_stochastic", "11_vs_11_competition",
@@ -30,15 +29,6 @@ NUM_CHECKPOINTS, CHECKPOINT_REWARD = 10, 0.1
 BALL, ACTIVE = 2, 3  # the SMM's planes
 # The mini-map spans x in [-1, 1] and y in [-1/2.25, 1/2.25] of the pitch (gfootball's SMM bounds).
 PITCH_Y = 1 / 2.25
-
-
-def envpool_module():
-    try:
-        import envpool
-    except ImportError as e:
-        raise ValueError(f"Google Research Football needs the football extra: .venv/bin/pip install -e '.[football]' "
-                         f"in the checkout (envpool 1.2.5, Python 3.11) ({e})") from e
-    return envpool
 
 
 class CheckpointReward:
@@ -80,40 +70,17 @@ class CheckpointReward:
         return float(np.hypot(x - 1, y))
 
 
-class FootballEnvs(ActorEnvs):
-    """An envpool pool of one scenario; a reset with a seed makes the pool again with that seed,
-    which is how envpool seeds."""
-
+class FootballEnvs(PoolEnvs):
     def __init__(self, num_envs: int, scenario: str, rewards: str, num_threads: int):
-        self._make = lambda seed: envpool_module().make(f"gfootball/{scenario}-v1", env_type="gymnasium",
-                                                        num_envs=num_envs, seed=seed, num_threads=num_threads)
-        self._pool = self._make(0)
+        envpool = envpool_module("Google Research Football", "football")
+        super().__init__(num_envs, lambda seed: envpool.make(f"gfootball/{scenario}-v1", env_type="gymnasium",
+                                                             num_envs=num_envs, seed=seed, num_threads=num_threads))
         self._checkpoints = CheckpointReward(num_envs) if rewards == "scoring,checkpoints" else None
-        self._ended = np.zeros(num_envs, bool)
-        spec = EnvSpec(tuple(self._pool.observation_space.shape), "uint8", int(self._pool.action_space.n),
-                       action=ActionSpec.discrete(int(self._pool.action_space.n)))
-        self.spec, self.num_envs = spec, num_envs
-        self._obs_shape = (num_envs, *spec.observation_shape)
 
-    def reset(self, seed: int | None = None) -> np.ndarray:
-        if seed is not None:
-            self._pool.close()
-            self._pool = self._make(seed)
-        observations, _ = self._pool.reset()
-        self._ended[:] = False
-        return self._observations(observations)
-
-    def step(self, actions: np.ndarray):
-        observations, rewards, terminated, truncated, info = self._pool.step(np.asarray(actions, np.int32))
-        rewards = np.asarray(rewards, np.float32)
-        if self._checkpoints is not None:
-            rewards = self._checkpoints(observations, rewards, np.asarray(info["ball_owned_team"]), self._ended)
-        terminated, truncated = np.asarray(terminated, bool), np.asarray(truncated, bool)
-        self._ended = terminated | truncated  # the next step of these envs is their reset step
-        return self._observations(observations), rewards, terminated.astype(np.uint8), truncated
-
-    def close(self) -> None:
-        self._pool.close()
+    def _rewards(self, observations, rewards, info, first):
+        if self._checkpoints is None:
+            return rewards
+        return self._checkpoints(observations, rewards, np.asarray(info["ball_owned_team"]), first)
 
 
 @register_family("football")
