@@ -57,6 +57,12 @@ class ActorEnvs:
     def close(self) -> None:
         self._env.close()
 
+    def __enter__(self) -> "ActorEnvs":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
 
 # Family name -> its gin-configurable factory(num_envs, ...). A family's configs bind its game or
 # task setting to the GAME macro (`create_atari_envs.game = %GAME`), so `--game` is one binding,

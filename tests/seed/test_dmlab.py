@@ -24,8 +24,7 @@ def lab(monkeypatch):
 
 
 def test_seed_rls_frames_and_actions_with_the_reward_summed_over_four_engine_frames(lab):
-    e = envs.create_dmlab_envs(2)
-    try:
+    with envs.create_dmlab_envs(2) as e:
         assert e.spec.observation_shape == (72, 96, 3) and e.spec.observation_dtype == "uint8"
         assert e.spec.num_actions == 9 and e.spec.frames_per_step == 4
         first = e.reset(seed=0)
@@ -33,14 +32,11 @@ def test_seed_rls_frames_and_actions_with_the_reward_summed_over_four_engine_fra
         obs, rewards, terminated, truncated = e.step(np.array([0, 1]))  # forward, backward
         assert rewards.tolist() == [4.0, 0.0] and not terminated.any() and not truncated.any()
         assert not np.array_equal(obs, first)
-    finally:
-        e.close()
     assert lab.compiled_levels == ["contributed/dmlab30/explore_goal_locations_small"] * 2
 
 
 def test_an_ended_episode_is_a_termination_and_the_next_step_starts_the_next(lab):
-    e = envs.create_dmlab_envs(1, action_repeat=8)
-    try:
+    with envs.create_dmlab_envs(1, action_repeat=8) as e:
         e.reset(seed=3)
         for step in range(1, 100):  # noqa: B007 (read below)
             _, _, terminated, truncated = e.step(np.zeros(1, np.int64))
@@ -51,17 +47,12 @@ def test_an_ended_episode_is_a_termination_and_the_next_step_starts_the_next(lab
         assert reward[0] == 0 and not terminated[0]  # the reset step
         _, reward, _, _ = e.step(np.zeros(1, np.int64))
         assert reward[0] == 8.0  # the new episode plays
-    finally:
-        e.close()
 
 
 def test_resets_are_seeded_per_env(lab):
     def first(seed):
-        e = envs.create_dmlab_envs(2)
-        try:
+        with envs.create_dmlab_envs(2) as e:
             return e.reset(seed=seed)
-        finally:
-            e.close()
     np.testing.assert_array_equal(first(1), first(1))
     assert not np.array_equal(first(1), first(2)) and not np.array_equal(first(1)[0], first(1)[1])
 

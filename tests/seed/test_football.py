@@ -9,20 +9,16 @@ RIGHT = 5  # gfootball's default action set: idle, left, top_left, top, top_righ
 
 
 def test_seed_rls_observation_and_actions():
-    e = envs.create_football_envs(2, scenario="academy_empty_goal_close")
-    try:
+    with envs.create_football_envs(2, scenario="academy_empty_goal_close") as e:
         assert e.spec.observation_shape == (72, 96, 4) and e.spec.observation_dtype == "uint8"
         assert e.spec.num_actions == 19 and e.spec.frames_per_step == 1
         first = e.reset(seed=0)
         assert first.shape == (2, 72, 96, 4) and first.dtype == np.uint8
         assert (first[..., BALL] == 255).sum() == 2  # one ball on each env's mini-map
-    finally:
-        e.close()
 
 
 def test_running_right_scores_into_the_empty_goal_ends_the_episode_and_the_next_step_resets():
-    e = envs.create_football_envs(1, scenario="academy_empty_goal_close")
-    try:
+    with envs.create_football_envs(1, scenario="academy_empty_goal_close") as e:
         e.reset(seed=0)
         rewards = []
         for _ in range(200):
@@ -33,13 +29,10 @@ def test_running_right_scores_into_the_empty_goal_ends_the_episode_and_the_next_
         assert terminated[0] and rewards[-1] == 1.0 and sum(rewards[:-1]) == 0  # scoring: goals only
         _, reward, terminated, _ = e.step(np.array([RIGHT]))
         assert reward[0] == 0 and not terminated[0]  # the reset step
-    finally:
-        e.close()
 
 
 def test_the_checkpoint_reward_pays_one_in_all_by_the_goal_and_nothing_twice():
-    e = envs.create_football_envs(1, scenario="academy_empty_goal_close", rewards="scoring,checkpoints")
-    try:
+    with envs.create_football_envs(1, scenario="academy_empty_goal_close", rewards="scoring,checkpoints") as e:
         e.reset(seed=0)
         episodes, total = [], 0.0
         for _ in range(400):
@@ -52,8 +45,6 @@ def test_the_checkpoint_reward_pays_one_in_all_by_the_goal_and_nothing_twice():
                 if len(episodes) == 2:
                     break
         assert episodes == pytest.approx([2.0, 2.0])  # ten checkpoints of 0.1, then the goal's 1
-    finally:
-        e.close()
 
 
 def smm(ball, active):
@@ -85,12 +76,9 @@ def test_checkpoints_by_hand_computed_distances_to_the_goal():
 
 def test_pools_are_seeded():
     def first(seed):
-        e = envs.create_football_envs(2, scenario="11_vs_11_easy_stochastic")
-        try:
+        with envs.create_football_envs(2, scenario="11_vs_11_easy_stochastic") as e:
             e.reset(seed=seed)
             return np.stack([e.step(np.zeros(2, np.int64))[0] for _ in range(30)])
-        finally:
-            e.close()
     np.testing.assert_array_equal(first(3), first(3))
 
 

@@ -12,19 +12,15 @@ pytestmark = pytest.mark.skipif(ctypes.util.find_library("Qt5Gui") is None,
 
 
 def test_rgb_frames_and_the_full_action_set():
-    e = envs.create_procgen_envs(3, game="bigfish")
-    try:
+    with envs.create_procgen_envs(3, game="bigfish") as e:
         assert e.spec.observation_shape == (64, 64, 3) and e.spec.observation_dtype == "uint8"
         assert e.spec.num_actions == 15 and e.spec.frames_per_step == 1
         first = e.reset(seed=0)
         assert first.shape == (3, 64, 64, 3) and first.dtype == np.uint8 and first.std() > 0
-    finally:
-        e.close()
 
 
 def test_episodes_end_and_the_next_step_starts_a_new_level():
-    e = envs.create_procgen_envs(2, game="starpilot")
-    try:
+    with envs.create_procgen_envs(2, game="starpilot") as e:
         e.reset(seed=1)
         rng = np.random.default_rng(0)
         for _ in range(3000):
@@ -35,17 +31,12 @@ def test_episodes_end_and_the_next_step_starts_a_new_level():
         assert ended.any()
         _, reward, terminated, truncated = e.step(rng.integers(0, 15, 2))
         assert (reward[ended] == 0).all() and not terminated[ended].any()  # the reset step
-    finally:
-        e.close()
 
 
 def test_one_level_seed_replays_the_same_level_and_the_unlimited_set_does_not():
     def firsts(num_levels, seed):
-        e = envs.create_procgen_envs(2, game="coinrun", num_levels=num_levels, start_level=7)
-        try:
+        with envs.create_procgen_envs(2, game="coinrun", num_levels=num_levels, start_level=7) as e:
             return e.reset(seed=seed)
-        finally:
-            e.close()
     np.testing.assert_array_equal(firsts(1, 0)[0], firsts(1, 5)[1])  # one level: the same for every env and seed
     assert not np.array_equal(firsts(0, 0), firsts(0, 5))
 
