@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/learning.py atari vtrace --game Pong --frames 10_000_000 --seeds 1 2 3
     .venv/bin/python benchmarks/learning.py atari vtrace --label lam95 --gin_bindings 'VTraceLoss.lambda_=0.95'
+    .venv/bin/python benchmarks/learning.py atari vtrace --suite atari5 --seeds 1 2 3 --label a5 --resume
     .venv/bin/python benchmarks/learning.py --plot runs/Pong_vtrace_A runs/Pong_vtrace_B --out plots
     .venv/bin/python benchmarks/learning.py --plot benchmarks/results/learning/pong_*_episodes.csv --label pong_probes
 
@@ -19,6 +20,11 @@ wall seconds at which it first reached `--threshold` (default: the game's, e.g. 
 episodes.csv files, without training; a copy named RUN_episodes.csv takes its wall times from the
 RUN_segments.json beside it (a copy of the run's learning_segments.json), as its run directory
 would; `--x time` draws them over minutes of training instead of frames (the GPU runs' 5-minute goal).
+`--suite atari5` (or a comma-separated list of games) trains the games one after another, each as
+`--game` would, with labels LABEL_GAME; with `--resume` an invocation picks up where the last one
+stopped, so a suite can be trained over several sessions. For Atari-5 a last JSON line gives each
+game's mean return at `--frames` over the seeds, its human-normalised score and the Atari-5 score
+(benchmarks/atari5.py).
 `--resume` goes on with runs a stopped invocation left (a run stops cleanly on Ctrl-C or
 `kill`, at its last checkpoint): the same command plus `--resume` trains each seed's run to
 `--frames` from where it stopped, and its wall seconds leave out the time between. Run
@@ -37,6 +43,8 @@ import time
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, REPO)
+import atari5  # noqa: E402  (benchmarks/, beside this file)
+
 from seed.launchers.local import config_game  # noqa: E402
 from seed.plot import curve, draw, read_episodes  # noqa: E402  (the repository's, also before pip install)
 
@@ -50,6 +58,10 @@ THRESHOLDS = {"Pong": 18.0, "Breakout": 100.0, "CartPole-v1": 195.0, "Pendulum-v
               "HalfCheetah-v5": 3000.0, ("HalfCheetah-v5", "sac"): 9000.0, "Hopper-v5": 2400.0,
               "Walker2d-v5": 3000.0, "academy_empty_goal_close": 0.9, "academy_3_vs_1_with_keeper": 0.0,
               "starpilot": 27.3, "bigfish": 8.4, "cheetah-run": 686.0, "walker-walk": 897.0}
+
+
+# Named suites for --suite: Atari-5 (Aitchison et al. 2023, benchmarks/atari5.py), issue 77's default check.
+SUITES = {"atari5": atari5.GAMES}
 
 
 def default_game(env: str, agent: str) -> str | None:
@@ -266,52 +278,79 @@ def main() -> int:
                         help="only draw these runs' curves (run directories or episodes.csv files)")
     parser.add_argument("--x", choices=("frames", "time"), default="frames",
                         help="the plot's x axis: env frames, or minutes of training (the invocations' own time)")
+    parser.add_argument("--suite", default=None,
+                        help=f"train a suite of games one after another, each as --game would: "
+                             f"{', '.join(SUITES)} or a comma-separated list; labels become LABEL_GAME, and "
+                             f"with --resume an invocation goes on where the last one stopped")
     args = parser.parse_args()
     if args.frames < 1 or args.window < 1 or args.actors < 1 or args.envs < 1:
         parser.error("--frames, --window, --actors and --envs must be positive")
-    game = args.game or default_game(args.env, args.agent)
-    threshold = args.threshold if args.threshold is not None else THRESHOLDS.get(
-        (game, args.agent), THRESHOLDS.get(game))
-    os.makedirs(args.out, exist_ok=True)
-
+    if args.suite and (args.game or args.plot):
+        parser.error("--suite names the games: give it without --game and --plot")
     if args.plot and args.resume:
         parser.error("--resume trains; --plot only draws: give one of them")
+    os.makedirs(args.out, exist_ok=True)
     if args.plot:
         missing = [d for d in args.plot
                    if not os.path.isfile(d) and not os.path.exists(os.path.join(d, "episodes.csv"))]
         if missing:
             parser.error(f"no episodes.csv in {', '.join(missing)}")
-        runs = [(run_name(d), d) for d in args.plot]
-    else:
-        runs = []
-        logdirs = [os.path.join(args.out, f"{args.label}_seed{s}") for s in args.seeds]
-        taken = [d for d in logdirs if os.path.exists(d)]
-        if taken and not args.resume:
-            parser.error(f"{', '.join(taken)} already exist(s): give another --label or --out, or "
-                         "--resume to go on with them (--plot draws existing runs)")
-        # A committed copy without its run directory is a run whose checkpoints are gone (a new
-        # machine or clone): training again from 0 would overwrite that result under the same name.
-        orphaned = [episodes_copy(d) for d in logdirs
-                    if os.path.exists(episodes_copy(d)) and not os.path.exists(d)]
-        if orphaned:
-            parser.error(f"{', '.join(orphaned)} hold(s) a run whose run directory (the checkpoints --resume "
-                         "needs) is missing: give another --label or --out, or move the copies aside to "
-                         "train that seed again from 0")
+        report(args, args.game or default_game(args.env, args.agent), args.label,
+               [(run_name(d), d) for d in args.plot])
+        return 0
+    games = SUITES.get(args.suite, args.suite.split(",")) if args.suite else [args.game]
+    labels = [f"{args.label}_{g}" if args.suite else args.label for g in games]
+    for label in labels:  # every refusal before the first run trains
+        refuse_existing(parser, args, label)
+    finals = {}
+    for game, label in zip(games, labels):
+        game_args = argparse.Namespace(**{**vars(args), "game": game, "label": label})
+        runs, stopped = [], False
         for seed in args.seeds:
-            name = f"{args.label}_seed{seed}"
+            name = f"{label}_seed{seed}"
             logdir = os.path.join(args.out, name)
             runs.append((name, logdir))
             try:
-                train(args, seed, logdir)
+                train(game_args, seed, logdir)
             except KeyboardInterrupt:  # report what was trained, then stop
+                stopped = True
                 break
         runs = [(name, copy_out(logdir)) for name, logdir in runs]
+        finals[game or default_game(args.env, args.agent)] = report(game_args, game or default_game(
+            args.env, args.agent), label, runs)
+        if stopped:
+            break
+    if args.suite == "atari5" and set(finals) == set(atari5.GAMES):
+        print(json.dumps(atari5_summary(finals, args.frames)), flush=True)
+    return 0
 
-    curves = {}
+
+def refuse_existing(parser, args, label: str) -> None:
+    logdirs = [os.path.join(args.out, f"{label}_seed{s}") for s in args.seeds]
+    taken = [d for d in logdirs if os.path.exists(d)]
+    if taken and not args.resume:
+        parser.error(f"{', '.join(taken)} already exist(s): give another --label or --out, or "
+                     "--resume to go on with them (--plot draws existing runs)")
+    # A committed copy without its run directory is a run whose checkpoints are gone (a new
+    # machine or clone): training again from 0 would overwrite that result under the same name.
+    orphaned = [episodes_copy(d) for d in logdirs if os.path.exists(episodes_copy(d)) and not os.path.exists(d)]
+    if orphaned:
+        parser.error(f"{', '.join(orphaned)} hold(s) a run whose run directory (the checkpoints --resume "
+                     "needs) is missing: give another --label or --out, or move the copies aside to "
+                     "train that seed again from 0")
+
+
+def report(args, game: str, label: str, runs) -> dict[str, float | None]:
+    """Writes each run's curve, prints its JSON line and draws LABEL.png; returns each run's mean return
+    at --frames (None where it did not get there)."""
+    threshold = args.threshold if args.threshold is not None else THRESHOLDS.get(
+        (game, args.agent), THRESHOLDS.get(game))
+    curves, finals = {}, {}
     for name, logdir in runs:
         timed, start = training_seconds(read_episodes(logdir), read_segments(logdir))
         rows = curve(timed, args.window, start)
         curves[name] = rows
+        finals[name] = return_at(rows, args.frames) if rows else None
         write_csv(os.path.join(args.out, f"{run_name(logdir)}_curve.csv"), rows)
         launched = {} if args.plot else {"env": args.env, "agent": args.agent, "actors": args.actors,
                                          "envs_per_actor": args.envs, "gin_bindings": args.gin_bindings}
@@ -324,8 +363,22 @@ def main() -> int:
                             budget_reached=saved.get("budget_reached"))
         print(json.dumps({"benchmark": "learning", "run": name, "game": game, **launched,
                           **summarize(rows, threshold, args.window)}), flush=True)
-    write_plot(os.path.join(args.out, f"{args.label}.png"), curves, game, threshold, args.x)
-    return 0
+    write_plot(os.path.join(args.out, f"{label}.png"), curves, game, threshold, args.x)
+    return finals
+
+
+def atari5_summary(finals: dict[str, dict[str, float | None]], frames: int) -> dict:
+    """Per game the seeds' mean return at `frames` and its human-normalised score, and the Atari-5
+    score of those means (None until every game has a return there)."""
+    means = {}
+    for game in atari5.GAMES:
+        returns = [r for r in finals[game].values() if r is not None]
+        means[game] = sum(returns) / len(returns) if returns and len(returns) == len(finals[game]) else None
+    complete = all(m is not None for m in means.values())
+    return {"benchmark": "learning", "suite": "atari5", "frames": frames, "mean_return": means,
+            "human_normalized": {g: None if m is None else round(atari5.human_normalized(g, m), 2)
+                                 for g, m in means.items()},
+            "atari5_score": round(atari5.atari5_score(means), 2) if complete else None}
 
 
 if __name__ == "__main__":

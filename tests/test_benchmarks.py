@@ -143,6 +143,33 @@ def test_learning_benchmark_refuses_to_train_over_a_committed_run_whose_run_dire
         assert "run directory" in out.stderr and not (tmp_path / "smoke_seed3").exists()
 
 
+def test_learning_benchmark_trains_a_suite_game_after_game_and_a_suite_refuses_a_game(tmp_path):
+    records = run_benchmark("learning.py", "classic", "vtrace", "--suite", "CartPole-v1,Acrobot-v1", "--actors", "1",
+                            "--envs", "2", "--frames", "1000", "--label", "suite", "--out", str(tmp_path),
+                            "--window", "2", timeout_s=300)
+    summary = [r for r in records if r.get("benchmark") == "learning"]
+    assert [(r["run"], r["game"]) for r in summary] == [("suite_CartPole-v1_seed1", "CartPole-v1"),
+                                                        ("suite_Acrobot-v1_seed1", "Acrobot-v1")]
+    assert all(r["budget_reached"] for r in summary)
+    assert "CartPole-v1" in (tmp_path / "suite_CartPole-v1_seed1" / "learner_operative_config.gin").read_text()
+    assert "Acrobot-v1" in (tmp_path / "suite_Acrobot-v1_seed1" / "learner_operative_config.gin").read_text()
+    bad = subprocess.run([sys.executable, "benchmarks/learning.py", "atari", "vtrace", "--suite", "atari5", "--game",
+                          "Pong"], cwd=REPO_ROOT, env=child_env(), capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "--suite names the games" in bad.stderr
+
+
+def test_the_atari5_summary_scores_the_seeds_mean_return_of_each_game():
+    sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
+    import atari5
+    from learning import atari5_summary
+    finals = {g: {f"{g}_seed1": atari5.RANDOM[g], f"{g}_seed2": atari5.HUMAN[g]} for g in atari5.GAMES}
+    summary = atari5_summary(finals, 10_000_000)
+    assert summary["human_normalized"] == {g: 50.0 for g in atari5.GAMES}  # halfway between random and human
+    assert summary["atari5_score"] == round(51 ** sum(atari5.WEIGHTS.values()) - 1, 2)
+    finals["Qbert"]["Qbert_seed2"] = None  # a seed that has not reached the budget yet
+    assert atari5_summary(finals, 10_000_000)["atari5_score"] is None
+
+
 def test_learning_benchmark_counts_only_the_time_its_invocations_trained():
     sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
     from learning import training_seconds
