@@ -18,7 +18,7 @@ import gin
 import grpc
 import numpy as np
 
-from seed import codec, handshake, seed_pb2_grpc
+from seed import codec, handshake, keepalive, seed_pb2_grpc
 from seed.auth import channel_credentials, read_auth_token
 from seed.envs import create_envs
 from seed.gin_setup import save_operative_config
@@ -100,7 +100,8 @@ def run_actor(learner_address: str, actor_index: int, stop: threading.Event, log
               seed: int = 0, reconnect_timeout_s: float = 300.0, max_backoff_s: float = 30.0,
               max_message_bytes: int = 64 << 20, progress_interval_s: float = 30.0,
               auth_token_env: str = "SEED_AUTH_TOKEN", auth_token_file: str | None = None,
-              tls_ca_file: str | None = None, tls_server_name: str | None = None) -> int:
+              tls_ca_file: str | None = None, tls_server_name: str | None = None, keepalive_s: float = 20.0,
+              keepalive_timeout_s: float = 20.0) -> int:
     """Streams to the learner until `stop`, a fatal answer, or `reconnect_timeout_s` without it.
 
     Settings:
@@ -123,10 +124,14 @@ def run_actor(learner_address: str, actor_index: int, stop: threading.Event, log
         `auth_token_file`: file holding the shared auth token, read instead of the variable (None).
         `tls_ca_file`: PEM file of the CA that signed the learner's certificate (None: plaintext, no TLS).
         `tls_server_name`: the host name the learner's certificate names, where it is not the address's (None).
+        `keepalive_s`: seconds of silence on the stream before the actor pings the learner (20).
+        `keepalive_timeout_s`: seconds the actor waits for a ping's answer before it drops the stream, backs off
+            and reconnects (20): a learner host that vanished is noticed within about the sum.
     """
     require_positive("run_actor", num_envs=num_envs, num_env_groups=num_env_groups,
                      reconnect_timeout_s=reconnect_timeout_s, max_backoff_s=max_backoff_s,
-                     max_message_bytes=max_message_bytes, progress_interval_s=progress_interval_s)
+                     max_message_bytes=max_message_bytes, progress_interval_s=progress_interval_s,
+                     keepalive_s=keepalive_s, keepalive_timeout_s=keepalive_timeout_s)
     num_env_groups = min(num_env_groups, num_envs)
     bounds = handshake.env_group_bounds(num_envs, num_env_groups)
     groups = [create_envs(int(n)) for n in np.diff(bounds)]
@@ -135,7 +140,8 @@ def run_actor(learner_address: str, actor_index: int, stop: threading.Event, log
         save_operative_config(logdir, "actor")
     hello = handshake.make_hello(name, num_envs, groups[0].spec, read_auth_token(auth_token_env, auth_token_file),
                              num_env_groups)
-    channel = _open_channel(learner_address, max_message_bytes, tls_ca_file, tls_server_name)
+    channel = _open_channel(learner_address, max_message_bytes, tls_ca_file, tls_server_name,
+                            keepalive.channel_options(keepalive_s, keepalive_timeout_s))
     stats = StepStats(name, logdir)
     backoff_s, connection = 0.5, 0
     try:
@@ -178,9 +184,9 @@ def run_actor(learner_address: str, actor_index: int, stop: threading.Event, log
 
 
 def _open_channel(address: str, max_message_bytes: int, tls_ca_file: str | None,
-                  tls_server_name: str | None) -> grpc.Channel:
+                  tls_server_name: str | None, keepalive_options: list) -> grpc.Channel:
     options = [("grpc.max_receive_message_length", max_message_bytes),
-               ("grpc.max_send_message_length", max_message_bytes)]
+               ("grpc.max_send_message_length", max_message_bytes), *keepalive_options]
     credentials = channel_credentials(tls_ca_file)
     if credentials is None:
         return grpc.insecure_channel(address, options=options)

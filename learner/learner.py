@@ -115,7 +115,8 @@ def run_learner(logdir: str, address: str, stop: threading.Event, training: Trai
                                         gin.operative_config_str())
 
     batcher.start()
-    server = start_server(servicer, address, service.max_actors, service.max_message_bytes, credentials)
+    server = start_server(servicer, address, service.max_actors, service.max_message_bytes, credentials,
+                          service.keepalive_s, service.keepalive_timeout_s)
     host = address.rsplit(":", 1)[0]
     _write_atomically(os.path.join(logdir, "learner_address"), f"{host}:{server.seed_port}\n")
     log.info("listening on %s:%d; budget %s env frames", host, server.seed_port,

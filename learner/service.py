@@ -16,7 +16,7 @@ from google.protobuf.message import DecodeError
 from learner.batcher import InferenceBatcher
 from learner.data import LearnerStopped
 from learner.slots import SlotAllocator
-from seed import codec, handshake, seed_pb2, seed_pb2_grpc
+from seed import codec, handshake, keepalive, seed_pb2, seed_pb2_grpc
 from seed.specs import EnvSpec
 
 log = logging.getLogger(__name__)
@@ -169,9 +169,10 @@ class LearnerServicer(seed_pb2_grpc.LearnerServicer):
 
 
 def start_server(servicer: LearnerServicer, address: str, max_actors: int, max_message_bytes: int,
-                 credentials: grpc.ServerCredentials | None = None) -> grpc.Server:
+                 credentials: grpc.ServerCredentials | None = None, keepalive_s: float = 20.0,
+                 keepalive_timeout_s: float = 20.0) -> grpc.Server:
     """Binds `address` (host:port; port 0 picks a free one), with TLS when `credentials`
-    are given, and returns the started server."""
+    are given, and returns the started server (seed/keepalive.py: how it notices vanished actors)."""
     from concurrent import futures
     # Each open stream holds one handler thread for its whole life.
     server = grpc.server(
@@ -179,7 +180,7 @@ def start_server(servicer: LearnerServicer, address: str, max_actors: int, max_m
         maximum_concurrent_rpcs=max_actors,
         options=[("grpc.max_receive_message_length", max_message_bytes),
                  ("grpc.max_send_message_length", max_message_bytes),
-                 ("grpc.so_reuseport", 0)])
+                 ("grpc.so_reuseport", 0), *keepalive.server_options(keepalive_s, keepalive_timeout_s)])
     # Requests arrive as raw bytes (no request_deserializer); LearnerServicer parses them.
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("seed.Learner", {
         "Stream": grpc.stream_stream_rpc_method_handler(

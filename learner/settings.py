@@ -121,6 +121,9 @@ class ServiceSettings:
         `tls_cert_file`: PEM certificate (chain) the learner presents; with `tls_key_file`, or neither
             (None: plaintext, no TLS).
         `tls_key_file`: PEM private key of `tls_cert_file` (None).
+        `keepalive_s`: seconds of silence on an actor's connection before the learner pings it (20).
+        `keepalive_timeout_s`: seconds the learner waits for a ping's answer before it drops the connection
+            and frees the actor's slots (20): a vanished actor host is noticed within about the sum.
     """
     max_actors: int = 64
     max_message_bytes: int = 64 << 20
@@ -129,10 +132,13 @@ class ServiceSettings:
     auth_token_file: str | None = None
     tls_cert_file: str | None = None
     tls_key_file: str | None = None
+    keepalive_s: float = 20.0
+    keepalive_timeout_s: float = 20.0
 
     def __post_init__(self):
         require_positive("service", max_actors=self.max_actors, max_message_bytes=self.max_message_bytes,
-                         actor_idle_timeout_s=self.actor_idle_timeout_s)
+                         actor_idle_timeout_s=self.actor_idle_timeout_s, keepalive_s=self.keepalive_s,
+                         keepalive_timeout_s=self.keepalive_timeout_s)
 
 
 @gin.configurable("reporting")

@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -25,7 +26,8 @@ def netns_exec(namespace, args, **kwargs):
 
 @pytest.fixture
 def hosts():
-    """{'learner': (namespace, address), 'actor0': ..., 'actor1': ...} on one bridged subnet."""
+    """{'learner': (namespace, address), 'actor0': ..., 'actor1': ...} on one bridged subnet; the hub's
+    bridge port of each is `hub_port(role)`."""
     if shutil.which("ip") is None:
         pytest.skip("iproute2 ('ip') is not installed")
     probe = subprocess.run(["ip", "netns", "add", f"{PREFIX}hub"], capture_output=True, text=True)
@@ -50,6 +52,82 @@ def hosts():
     finally:
         for namespace in [*names.values(), f"{PREFIX}hub"]:
             subprocess.run(["ip", "netns", "del", namespace], capture_output=True)
+
+
+ROLES = ("learner", "actor0", "actor1")
+
+
+def set_link(role: str, up: bool) -> None:
+    """Cuts or restores a host's link at the hub silently: its bridge port stops forwarding (no FIN, no
+    RST, the host's own interface stays up), as a partition or a vanished host looks to the others."""
+    port = f"p{ROLES.index(role) + 1}"
+    subprocess.run(["bridge", "-n", f"{PREFIX}hub", "link", "set", "dev", port, "state", "3" if up else "0"],
+                   check=True, capture_output=True, text=True, timeout=30)
+
+
+def start_roles(hosts, tmp_path, learner_bindings=(), actor_bindings=()):
+    env = dict(child_env(), SEED_AUTH_TOKEN="multi-host-secret")
+    learner_ns, learner_ip = hosts["learner"]
+    args = [sys.executable, "-m", "learner", "--logdir", str(tmp_path / "learner"), "--address", f"{learner_ip}:0",
+            "--gin_config", "classic_vtrace.gin", "--gin_bindings", "reporting.progress_interval_s=1"]
+    for binding in learner_bindings:
+        args += ["--gin_bindings", binding]
+    learner = netns_exec(learner_ns, args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    running = [learner]
+    address = wait_for_address(tmp_path / "learner", learner)
+    for i in range(2):
+        namespace, _ = hosts[f"actor{i}"]
+        args = [sys.executable, "-m", "actors", "--learner_address", address, "--actor_index", str(i),
+                "--logdir", str(tmp_path / f"actor{i}"), "--gin_config", "classic_vtrace.gin"]
+        for binding in actor_bindings:
+            args += ["--gin_bindings", binding]
+        running.append(netns_exec(namespace, args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    return running, address
+
+
+def connected(tmp_path) -> int:
+    return last_progress(tmp_path / "learner").get("actors/connected", -1)
+
+
+def updates(tmp_path) -> int:
+    return last_progress(tmp_path / "learner").get("updates", 0)
+
+
+def test_a_partitioned_actor_host_is_dropped_by_keepalive_and_streams_again_when_the_link_returns(hosts, tmp_path):
+    """Silence, not a closed socket: the learner frees the host's slots within its keepalive bound (the
+    idle timeout is 300 s) and trains on with the other actor; healed, the actor reconnects. Then the
+    learner's host vanishes the same way: both actors notice within theirs, and stream again after."""
+    keepalive = ["keepalive_s=1", "keepalive_timeout_s=2"]
+    running, _ = start_roles(hosts, tmp_path, [f"service.{k}" for k in keepalive],
+                             [f"run_actor.{k}" for k in keepalive] + ["run_actor.max_backoff_s=1"])
+    try:
+        wait_until(lambda: updates(tmp_path) >= 10 and connected(tmp_path) == 2, 180, "both actors training",
+                   poll_s=0.5)
+        set_link("actor1", up=False)
+        cut = time.monotonic()
+        wait_until(lambda: connected(tmp_path) == 1, 30, "the learner to drop the partitioned actor", poll_s=0.2)
+        assert time.monotonic() - cut < 15  # keepalive 1 s + timeout 2 s, and a progress line a second
+        before = updates(tmp_path)
+        wait_until(lambda: updates(tmp_path) > before + 5, 60, "training to go on with one actor", poll_s=0.5)
+        set_link("actor1", up=True)
+        wait_until(lambda: connected(tmp_path) == 2, 60, "the healed actor to stream again", poll_s=0.5)
+
+        set_link("learner", up=False)
+        cut = time.monotonic()
+        def lost(i):
+            logs = list((tmp_path / f"actor{i}" / "logs").glob("*.log"))
+            return logs and "stream lost" in logs[0].read_text()
+        wait_until(lambda: lost(0) and lost(1), 30, "both actors to notice the vanished learner", poll_s=0.2)
+        assert time.monotonic() - cut < 15
+        assert all(p.poll() is None for p in running)  # they back off and wait; nothing gave up or crashed
+        set_link("learner", up=True)
+        before = updates(tmp_path)
+        wait_until(lambda: connected(tmp_path) == 2 and updates(tmp_path) > before + 5, 90,
+                   "both actors streaming and training again", poll_s=0.5)
+    finally:
+        for role in ROLES:
+            set_link(role, up=True)
+        assert stop(running) == [0, 0, 0]
 
 
 def test_actors_in_other_namespaces_train_with_the_learner_over_a_bridge(hosts, tmp_path):
