@@ -1,9 +1,13 @@
 """Checkpoints of everything a resumed run needs: weights, optimizer slots and
 step, and the environment-frame counter.
 
-tf.train.CheckpointManager writes the new files first and then replaces the
-small `checkpoint` index file atomically (write to temp, rename), so a crash
-mid-save leaves the previous checkpoint as the latest readable one.
+A save is whole once LATEST_JSON names it: tf.train.CheckpointManager writes
+the checkpoint's files and then its `checkpoint` index, the sidecars follow,
+everything is flushed to the disk, and only then is LATEST_JSON replaced and
+the save logged. A resume takes the newest checkpoint that is whole: one newer
+than LATEST_JSON (a learner killed mid-save), one whose files are cut short or
+corrupted, or one whose sidecar is not its own, is named in one line and the
+one before it is tried.
 """
 import glob
 import json
@@ -13,6 +17,8 @@ import shutil
 import time
 
 import tensorflow as tf
+
+from seed.process import CONSOLE
 
 log = logging.getLogger(__name__)
 
@@ -37,10 +43,34 @@ class Checkpointer:
         self._manager = tf.train.CheckpointManager(self._checkpoint, directory, max_to_keep=max_to_keep)
 
     def restore_latest(self) -> bool:
-        """Restores the newest checkpoint in the directory; False if there is none."""
-        path = self._manager.latest_checkpoint
-        if path is None:
+        """Restores the newest whole checkpoint in the directory; False if there is none at all."""
+        candidates = list(reversed(self._manager.checkpoints))  # newest first
+        if not candidates:
             return False
+        whole = self._last_whole_save()
+        for path in candidates:
+            if whole is not None and _number(path) > _number(whole):
+                log.warning("checkpoint %s was cut short: the learner stopped while saving it; trying the one "
+                            "before", path, extra=CONSOLE)
+                continue
+            problem = self._restore(path)
+            if problem is None:
+                log.info("restored checkpoint %s", path)
+                return True
+            log.warning("checkpoint %s is damaged (%s); trying the one before", path, problem, extra=CONSOLE)
+        raise ValueError(f"no checkpoint in {self.directory} can be read whole (see the lines above); start a new "
+                         "run (run_local.sh --new, or another --logdir)")
+
+    def _last_whole_save(self) -> str | None:
+        """The checkpoint LATEST_JSON names: the newest whose save finished (None: unknown)."""
+        try:
+            with open(os.path.join(self.directory, LATEST_JSON)) as f:
+                return os.path.join(self.directory, json.load(f)["checkpoint"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def _restore(self, path: str) -> str | None:
+        """Restores one checkpoint and its sidecars; returns what is damaged, or None."""
         try:
             self._checkpoint.restore(path).assert_existing_objects_matched()
         except (AssertionError, ValueError) as e:
@@ -48,15 +78,21 @@ class Checkpointer:
                 f"checkpoint {path} does not fit this run's agent or network ({str(e).splitlines()[0]}); "
                 "resume with the settings it was made with (the run directory's learner_operative_config.gin) "
                 "or start a new run (run_local.sh --new, or another --logdir)") from None
-        log.info("restored checkpoint %s", path)
+        except (tf.errors.OpError, IndexError) as e:  # a file cut short or gone, a checksum that does not match
+            # (TensorFlow's checkpoint reader raises IndexError for a file that ends early)
+            message = e.message if isinstance(e, tf.errors.OpError) else str(e)
+            return f"{type(e).__name__}: {message.splitlines()[0]}"
         for name, sidecar in self.sidecars.items():
             sidecar_path = f"{path}.{name}.npz"
-            if os.path.exists(sidecar_path):
+            if not os.path.exists(sidecar_path):
+                log.warning("no %s was saved with %s (it was written without it); the %s starts empty",
+                            name, path, name)
+                continue
+            try:
                 sidecar.load_state(sidecar_path)
-            else:
-                log.warning("no %s was saved with %s (it was written without it, or the learner died while "
-                            "writing it); the %s starts empty", name, path, name)
-        return True
+            except ValueError as e:
+                return f"its {name} {sidecar_path}: {e}"
+        return None
 
     def check_disk(self) -> None:
         """Refuses sidecars the disk cannot hold: the kept checkpoints' copies and one being written."""
@@ -80,11 +116,11 @@ class Checkpointer:
             self._before_save()
         try:
             path = self._manager.save()
+            _flush_to_disk(glob.glob(f"{path}.*") + [os.path.join(self.directory, "checkpoint")], self.directory)
         except (OSError, tf.errors.OpError) as e:
             log.error("could not write a checkpoint to %s (%s); the previous one, %s, is kept",
-                      self.directory, getattr(e, "message", None) or e, self._manager.latest_checkpoint)
+                      self.directory, getattr(e, "message", None) or e, self._last_whole_save())
             return None
-        log.info("saved checkpoint %s", path)
         for name, sidecar in self.sidecars.items():
             try:
                 started = time.monotonic()
@@ -95,6 +131,7 @@ class Checkpointer:
                           name, path, e, name)
         self._remove_rotated_sidecars()
         self._write_summary(path)
+        log.info("saved checkpoint %s", path)
         return path
 
     def _remove_rotated_sidecars(self) -> None:
@@ -113,13 +150,35 @@ class Checkpointer:
         try:
             with open(target + ".tmp", "w") as f:
                 json.dump(summary, f)
+                f.flush()
+                os.fsync(f.fileno())
             os.replace(target + ".tmp", target)
+            _flush_to_disk([], self.directory)
         except OSError as e:
             log.warning("could not write %s (%s)", target, e)
 
     @property
     def latest(self):
         return self._manager.latest_checkpoint
+
+
+def _number(path: str) -> int:
+    return int(path.rsplit("-", 1)[1])
+
+
+def _flush_to_disk(files: list[str], directory: str) -> None:
+    """fsync: the files' bytes and the directory's entries (their names) survive a crash or a power cut."""
+    for path in files:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def ensure_writable_dir(path: str) -> str:

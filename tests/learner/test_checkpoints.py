@@ -1,3 +1,4 @@
+import json
 import os
 import subprocess
 import threading
@@ -94,3 +95,100 @@ def test_sidecars_the_disk_cannot_hold_are_refused_at_start(tmp_path):
     huge = KnownArray(0.0, nbytes=lambda: 1 << 60)  # an exabyte: no disk holds it
     with pytest.raises(ValueError, match="needs .* GiB in .* but .* GiB is free; .*checkpoint_replay=False"):
         Checkpointer(str(tmp_path / "c"), sidecars={"replay": huge.sidecar}).check_disk()
+
+
+def three_saves(directory, sidecar=None):
+    """ckpt-1..3 of frames 100, 200, 300 (with a sidecar holding 1, 2, 3)."""
+    frames = tf.Variable(0, dtype=tf.int64)
+    checkpointer = Checkpointer(str(directory), sidecars={"replay": sidecar.sidecar} if sidecar else None,
+                                environment_frames=frames)
+    for i in range(1, 4):
+        frames.assign(100 * i)
+        if sidecar:
+            sidecar.value[:] = i
+        checkpointer.save()
+
+
+def resumed_frames(directory, sidecar=None):
+    frames = tf.Variable(0, dtype=tf.int64)
+    checkpointer = Checkpointer(str(directory), sidecars={"replay": sidecar.sidecar} if sidecar else None,
+                                environment_frames=frames)
+    assert checkpointer.restore_latest()
+    return int(frames.numpy())
+
+
+@pytest.mark.parametrize("damage", ["truncated", "corrupted", "missing"])
+def test_a_damaged_newest_checkpoint_is_named_and_the_one_before_is_used(tmp_path, caplog, damage):
+    three_saves(tmp_path)
+    data = tmp_path / "ckpt-3.data-00000-of-00001"
+    if damage == "truncated":
+        data.write_bytes(data.read_bytes()[: data.stat().st_size // 2])
+    elif damage == "corrupted":
+        raw = bytearray(data.read_bytes())
+        raw[len(raw) // 2] ^= 0xFF  # one byte flipped: the bundle's checksum no longer matches
+        data.write_bytes(bytes(raw))
+    else:
+        data.unlink()
+    assert resumed_frames(tmp_path) == 200
+    (line,) = [r.getMessage() for r in caplog.records if "is damaged" in r.getMessage()]
+    assert "ckpt-3 is damaged (" in line and "trying the one before" in line
+
+
+def test_a_checkpoint_whose_save_was_cut_short_is_skipped_though_its_files_read(tmp_path, caplog):
+    """The learner killed after the checkpoint's files but before its sidecar and LATEST_JSON."""
+    sidecar = KnownArray(0.0)
+    three_saves(tmp_path, sidecar)
+    latest = json.loads((tmp_path / "latest.json").read_text())
+    (tmp_path / "latest.json").write_text(json.dumps({**latest, "checkpoint": "ckpt-2"}))  # as ckpt-2's save left it
+    (tmp_path / "ckpt-3.replay.npz").write_bytes(b"PK\x03\x04 half a zip")  # and the sidecar's temporary name aside
+    fresh = KnownArray(-1.0)
+    assert resumed_frames(tmp_path, fresh) == 200 and np.all(fresh.value == 2)
+    assert "checkpoint " + str(tmp_path / "ckpt-3") + " was cut short" in caplog.text
+
+
+@pytest.mark.parametrize("damage", ["truncated", "another checkpoint's"])
+def test_a_damaged_or_foreign_sidecar_makes_its_checkpoint_unusable(tmp_path, caplog, damage):
+    sidecar = KnownArray(0.0)
+    three_saves(tmp_path, sidecar)
+    path = tmp_path / "ckpt-3.replay.npz"
+    if damage == "truncated":
+        path.write_bytes(path.read_bytes()[:100])
+    else:
+        path.write_bytes((tmp_path / "ckpt-2.replay.npz").read_bytes())  # ckpt-2's replay under ckpt-3's name
+    fresh = KnownArray(-1.0)
+    assert resumed_frames(tmp_path, fresh) == 200 and np.all(fresh.value == 2)
+    assert "ckpt-3 is damaged (its replay" in caplog.text
+    if damage != "truncated":
+        assert "it was saved with ckpt-2, not ckpt-3" in caplog.text
+
+
+def test_when_no_checkpoint_is_whole_the_error_says_so_in_one_line(tmp_path):
+    three_saves(tmp_path)
+    for data in tmp_path.glob("ckpt-*.data-*"):
+        data.write_bytes(b"")
+    with pytest.raises(ValueError, match=r"no checkpoint in .* can be read whole .*; start a new run"):
+        resumed_frames(tmp_path)
+
+
+def test_a_save_is_flushed_to_the_disk_before_latest_json_names_it(tmp_path, monkeypatch):
+    synced, named = [], []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd):
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    def replace(source, target):
+        if str(target).endswith("latest.json"):
+            named.append(set(synced))
+        real_replace(source, target)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    sidecar = KnownArray(1.0)
+    Checkpointer(str(tmp_path), sidecars={"replay": sidecar.sidecar}, environment_frames=tf.Variable(1)).save()
+    (before_naming,) = named
+    for name in ("ckpt-1.index", "ckpt-1.data-00000-of-00001", "checkpoint", "ckpt-1.replay.npz.tmp",
+                 "latest.json.tmp"):
+        assert str(tmp_path / name) in before_naming, name
+    assert str(tmp_path) in before_naming  # the directory: the files' names
