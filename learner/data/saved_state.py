@@ -45,7 +45,8 @@ class ArraySidecar:
             with np.load(path) as arrays:
                 saved_with = str(arrays[CHECKPOINT_KEY]) if CHECKPOINT_KEY in arrays.files else None
                 if saved_with != checkpoint_of(path):
-                    raise ValueError(f"it was saved with {saved_with or 'no checkpoint'}, not {checkpoint_of(path)}")
+                    raise ValueError(f"it was saved with {saved_with}, not {checkpoint_of(path)}" if saved_with else
+                                     "it names no checkpoint (a sidecar from before sidecars named theirs)")
                 self._load(arrays)
         except (OSError, EOFError, KeyError, zipfile.BadZipFile) as e:
             raise ValueError(f"it cannot be read whole ({type(e).__name__}: {e})") from e
