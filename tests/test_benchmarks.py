@@ -90,6 +90,17 @@ def test_components_benchmark_reports_every_component_and_a_bound_below_each():
     assert 0 < bound["agent_steps_per_s"] < slowest  # the parts share one machine
 
 
+def test_load_generator_streams_256_actors_at_one_learner_and_none_hangs():
+    (record,) = run_benchmark("load.py", "--streams", "256", "--seconds", "4", timeout_s=180)
+    assert (record["answered"], record["refused"], record["hung"], record["failed"]) == (256, 0, 0, 0)
+    assert record["env_steps_per_s"] > 0 and 0 < record["round_trip_ms_p50"] <= record["round_trip_ms_p99"]
+    assert 1 < record["inference_batch_mean"] <= 8  # classic_vtrace.gin's inference.batch_size
+    # Beyond the learner's stream limit the rest are refused, not left waiting.
+    (record,) = run_benchmark("load.py", "--streams", "80", "--seconds", "4", "--gin_bindings",
+                              "service.max_actors=64", timeout_s=180)
+    assert (record["answered"], record["refused"], record["hung"], record["failed"]) == (64, 16, 0, 0)
+
+
 def test_learning_benchmark_trains_a_real_run_to_its_frame_budget_and_writes_its_curve(tmp_path):
     records = run_benchmark("learning.py", "classic", "vtrace", "--actors", "1", "--envs", "4", "--frames", "8000",
                             "--seeds", "3", "--label", "smoke", "--out", str(tmp_path), "--window", "5",
