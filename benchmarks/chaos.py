@@ -12,6 +12,12 @@ restarts, streams lost and closed as idle, environment frames stepped and frames
 learner kill the frames trained before it, the frames it resumed at and the checkpoint's frames at
 the kill (a resume must start at that checkpoint: at most the frames since it are lost), whether the
 run ended with a readable checkpoint, and whether episodes kept coming after the last kill.
+
+Every `--sample_every_s` it also samples the learner process's resident memory, open file
+descriptors and threads (from /proc); a sample counts once that learner process has run for
+`--warmup_s`, and `resources` gives each quantity's spread over the counted samples, (max - min) /
+median, with `flat` true where every spread is within 10 %: a leak shows as a spread that grows
+with the soak's length.
 """
 import argparse
 import json
@@ -79,6 +85,31 @@ def episodes_since(logdir: str, unix_time: float) -> int:
     return sum(len(e) > 5 and e[5] and float(e[5]) > unix_time for e in read_episode_rows(logdir))
 
 
+def process_resources(pid: int) -> dict | None:
+    """Resident memory (MB), open file descriptors and threads of a live process; None once it is gone."""
+    try:
+        status = dict(line.split(":", 1) for line in open(f"/proc/{pid}/status").read().splitlines() if ":" in line)
+        return {"rss_mb": round(int(status["VmRSS"].split()[0]) / 1024, 1), "threads": int(status["Threads"]),
+                "fds": len(os.listdir(f"/proc/{pid}/fd"))}
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def resources_summary(samples: list[dict], warmup_s: float) -> dict:
+    """Each quantity's spread over the samples taken after their process's warm-up."""
+    counted = [s for s in samples if s["age_s"] >= warmup_s]
+    summary = {"samples": len(counted)}
+    for key in ("rss_mb", "fds", "threads"):
+        values = sorted(s[key] for s in counted)
+        if values:
+            median = values[len(values) // 2]
+            summary[key] = {"min": values[0], "median": median, "max": values[-1],
+                            "spread": round((values[-1] - values[0]) / median, 3) if median else None}
+    spreads = [summary[k]["spread"] for k in ("rss_mb", "fds", "threads") if k in summary]
+    summary["flat"] = bool(spreads) and all(s is not None and s <= 0.10 for s in spreads)
+    return summary
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--minutes", type=float, default=10.0)
@@ -94,6 +125,10 @@ def main() -> int:
     parser.add_argument("--checkpoint_interval_s", type=float, default=60.0)
     parser.add_argument("--logdir", default=None, help="default: a new directory under /tmp")
     parser.add_argument("--seed", type=int, default=0, help="which faults, when")
+    parser.add_argument("--sample_every_s", type=float, default=60.0,
+                        help="how often the learner's memory, descriptors and threads are sampled")
+    parser.add_argument("--warmup_s", type=float, default=60.0,
+                        help="a learner process's samples count from this long after its start")
     args = parser.parse_args()
     if args.minutes <= 0 or args.actors < 1 or args.envs < 1:
         parser.error("--minutes, --actors and --envs must be positive")
@@ -118,6 +153,7 @@ def main() -> int:
                                   stderr=out, env=dict(os.environ, CLUSTER_SPEC=cluster_spec(
                                       "workerpool1", learner_address, actor_address)))
     kills, actor_kills, stopped = [], 0, None
+    samples, sampled, next_sample = [], {}, 0.0  # sampled: learner pid -> when it was first seen
     started = time.monotonic()
     try:
         while "loss/total" not in (progress(logdir) or [{}])[-1]:  # training has begun
@@ -147,6 +183,14 @@ def main() -> int:
                 if candidates:
                     os.kill(rng.choice(candidates), signal.SIGKILL)
                     actor_kills += 1
+            if now >= next_sample and children(learner.pid):
+                next_sample = now + args.sample_every_s
+                pid = children(learner.pid)[0]
+                born = sampled.setdefault(pid, now)
+                sample = process_resources(pid)
+                if sample:
+                    samples.append({"at_s": round(now - started, 1), "pid": pid, "age_s": round(now - born, 1),
+                                    **sample})
             if now >= next_learner_kill and children(learner.pid):
                 next_learner_kill = now + args.learner_kill_every_s
                 records = progress(logdir)
@@ -201,6 +245,7 @@ def main() -> int:
         "env_frames_stepped": records[-1].get("env_frames") if records else 0,
         "frames_trained": records[-1].get("frames") if records else 0,
         "kills": kills, "readable_checkpoint": readable,
+        "resources": resources_summary(samples, args.warmup_s), "resource_samples": samples,
         "episodes": len(episodes),
         "episodes_after_last_kill": episodes_since(logdir, last_kill_time),
         "exit_codes": codes, "logdir": logdir}), flush=True)

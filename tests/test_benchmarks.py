@@ -237,8 +237,7 @@ def test_chaos_run_survives_killed_actors_a_killed_learner_and_a_stopped_actor(t
     (record,) = run_benchmark("chaos.py", "--minutes", "1", "--config", "classic_vtrace.gin", "--actors", "3",
                               "--envs", "2", "--actor_kill_every_s", "4", "--learner_kill_every_s", "25",
                               "--idle_timeout_s", "5", "--checkpoint_interval_s", "2", "--logdir", str(tmp_path),
-                              timeout_s=600)
-    print(record)
+                              "--sample_every_s", "3", "--warmup_s", "6", timeout_s=600)
     assert record["learner_kills"] >= 2 and record["learner_restarts"] == record["learner_kills"]
     assert record["actor_kills"] >= 10 and record["actor_restarts"] >= record["actor_kills"] - 1
     assert record["streams_lost"] >= 1 and record["idle_streams_closed"] >= 1
@@ -247,6 +246,14 @@ def test_chaos_run_survives_killed_actors_a_killed_learner_and_a_stopped_actor(t
     assert record["readable_checkpoint"] and record["episodes_after_last_kill"] > 0
     assert record["env_frames_stepped"] > 0 and record["frames_trained"] > 0
     assert record["exit_codes"] == [0, 0]
+    # The learner's resources were sampled in each of its processes; those past the warm-up are summarised.
+    samples = record["resource_samples"]
+    assert len({s["pid"] for s in samples}) >= 2  # one per learner process
+    assert all(s["rss_mb"] > 50 and s["threads"] > 1 for s in samples if s["age_s"] >= 6)  # TensorFlow is up
+    resources = record["resources"]
+    assert resources["samples"] == sum(s["age_s"] >= 6 for s in samples) > 0
+    assert resources["fds"]["min"] <= resources["fds"]["median"] <= resources["fds"]["max"]
+    assert isinstance(resources["flat"], bool)
 
 
 def test_replay_mixes_benchmark_measures_each_mix_beside_the_default(tmp_path):
