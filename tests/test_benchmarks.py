@@ -101,6 +101,15 @@ def test_load_generator_streams_256_actors_at_one_learner_and_none_hangs():
     assert (record["answered"], record["refused"], record["hung"], record["failed"]) == (64, 16, 0, 0)
 
 
+def test_training_goes_on_over_a_link_of_50_ms_with_jitter_at_the_rate_its_round_trips_allow(tmp_path):
+    clean, delayed = run_benchmark("delay_proxy.py", "--compare", "--seconds", "8", "--logdir", str(tmp_path),
+                                   timeout_s=300)
+    assert (clean["delay_ms"], delayed["delay_ms"], delayed["jitter_ms"]) == (0, 50, 10)
+    assert delayed["updates"] > 0 and delayed["env_frames_per_s"] > 0  # it trains on, slower
+    assert delayed["actor_round_trip_ms_p50"] >= 80  # about twice the one-way delay, each way jittered
+    assert clean["actor_round_trip_ms_p50"] < 40 and clean["env_frames_per_s"] > delayed["env_frames_per_s"]
+
+
 def test_learning_benchmark_trains_a_real_run_to_its_frame_budget_and_writes_its_curve(tmp_path):
     records = run_benchmark("learning.py", "classic", "vtrace", "--actors", "1", "--envs", "4", "--frames", "8000",
                             "--seeds", "3", "--label", "smoke", "--out", str(tmp_path), "--window", "5",
