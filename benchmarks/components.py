@@ -115,6 +115,8 @@ def main() -> int:
     parser.add_argument("--config", default="atari_vtrace.gin")
     parser.add_argument("--envs", type=int, default=16, help="envs stepped together (actors x envs per actor)")
     parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--env_stepping_only", action="store_true",
+                        help="only the env stepping: one process's (an actor core's) rate for any env family")
     args = parser.parse_args()
 
     import gin
@@ -130,9 +132,17 @@ def main() -> int:
     spec = envs.spec
     envs.reset(seed=0)
     rng = np.random.default_rng(0)
-    env_steps = args.envs * timed(lambda: envs.step(rng.integers(0, spec.num_actions, args.envs)), args.seconds)
-    emit(component="env_stepping", envs=args.envs, agent_steps_per_s=env_steps,
+    if spec.action.is_discrete:
+        random_actions = lambda: rng.integers(0, spec.num_actions, args.envs)  # noqa: E731
+    else:
+        low, high = np.asarray(spec.action.low, np.float32), np.asarray(spec.action.high, np.float32)
+        random_actions = lambda: rng.uniform(low, high, (args.envs, *spec.action.shape)).astype(np.float32)  # noqa: E731
+    env_steps = args.envs * timed(lambda: envs.step(random_actions()), args.seconds)
+    emit(component="env_stepping", config=args.config, envs=args.envs, agent_steps_per_s=env_steps,
          frames_per_s=env_steps * spec.frames_per_step)
+    if args.env_stepping_only:
+        envs.close()
+        return 0
 
     agent, pipeline = vtrace_learner(spec)
     policy_call = PolicyCallTimer(agent)

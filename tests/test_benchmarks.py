@@ -110,6 +110,13 @@ def test_training_goes_on_over_a_link_of_50_ms_with_jitter_at_the_rate_its_round
     assert clean["actor_round_trip_ms_p50"] < 40 and clean["env_frames_per_s"] > delayed["env_frames_per_s"]
 
 
+def test_components_benchmark_steps_any_family_alone_with_actions_of_its_kind():
+    (record,) = run_benchmark("components.py", "--config", "dmc_sac.gin", "--envs", "2", "--seconds", "0.2",
+                              "--env_stepping_only")  # continuous actions
+    assert record["component"] == "env_stepping" and record["config"] == "dmc_sac.gin"
+    assert record["agent_steps_per_s"] > 0 and record["frames_per_s"] == record["agent_steps_per_s"]
+
+
 def test_learning_benchmark_trains_a_real_run_to_its_frame_budget_and_writes_its_curve(tmp_path):
     records = run_benchmark("learning.py", "classic", "vtrace", "--actors", "1", "--envs", "4", "--frames", "8000",
                             "--seeds", "3", "--label", "smoke", "--out", str(tmp_path), "--window", "5",
