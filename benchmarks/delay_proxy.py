@@ -7,9 +7,10 @@ modelled.
     .venv/bin/python benchmarks/delay_proxy.py --compare --seconds 60     # frames/s, clean link and delayed
 
 Without --compare it prints `listening on 127.0.0.1:PORT` and forwards until killed. With --compare it
-trains CartPole V-trace (classic_vtrace.gin) with 2 actors for `--seconds` over a clean loopback link,
-then for as long through the proxy, and prints one JSON line per link: env frames/s, the actors' mean
-round trip and the learner's mean inference batch.
+trains CartPole V-trace (classic_vtrace.gin) for `--seconds` with two actors side by side on one
+learner, one over the clean loopback link and one through the proxy, and prints one JSON line per
+actor (env steps/s and the round trip's p50, from its own reports) and one for the learner (env
+frames/s, the inference batch, updates).
 """
 import argparse
 import collections
@@ -17,6 +18,7 @@ import json
 import os
 import random
 import socket
+import statistics
 import sys
 import threading
 import time
@@ -91,8 +93,10 @@ class DelayProxy:
         self._listener.close()
 
 
-def train_for(seconds: float, delay_ms: float, jitter_ms: float, logdir: str) -> dict:
-    """CartPole V-trace with 2 actors for `seconds` of training, through the proxy when `delay_ms`."""
+def compare(seconds: float, delay_ms: float, jitter_ms: float, logdir: str) -> list[dict]:
+    """CartPole V-trace for `seconds` with two actors side by side on one learner: actor_0 over the clean
+    loopback link, actor_1 through the proxy. One line per actor (its env steps/s and round trips,
+    from its own reports) and one for the learner."""
     sys.path.insert(0, REPO)
     from tests.processes import last_progress, start_actors, start_learner, stop, wait_for_address, wait_until
     os.makedirs(logdir, exist_ok=True)
@@ -100,29 +104,35 @@ def train_for(seconds: float, delay_ms: float, jitter_ms: float, logdir: str) ->
     running, proxy = [learner], None
     try:
         address = wait_for_address(logdir, learner)
-        if delay_ms:
-            host, port = address.rsplit(":", 1)
-            proxy = DelayProxy((host, int(port)), delay_ms / 1000, jitter_ms / 1000)
-            address = proxy.address
-        running += start_actors(logdir, "classic_vtrace.gin", address, 2, ["run_actor.progress_interval_s=2"])
-        wait_until(lambda: "loss/total" in last_progress(logdir), 180, "training to start")
-        first = last_progress(logdir)
+        host, port = address.rsplit(":", 1)
+        proxy = DelayProxy((host, int(port)), delay_ms / 1000, jitter_ms / 1000)
+        bindings = ["run_actor.progress_interval_s=1"]
+        running += start_actors(logdir, "classic_vtrace.gin", address, 1, bindings)  # actor_0: clean
+        running += start_actors(logdir, "classic_vtrace.gin", proxy.address, 1, bindings, first_index=1)  # delayed
+        wait_until(lambda: "loss/total" in last_progress(logdir) and last_progress(logdir).get("actors/connected") == 2,
+                   180, "training with both actors")
+        first, started = last_progress(logdir), time.time()
         time.sleep(seconds)
         last = last_progress(logdir)
     finally:
         stop(running)
         if proxy:
             proxy.close()
+    lines = []
+    for index, (link, delay, jitter) in enumerate((("clean", 0.0, 0.0), ("delayed", delay_ms, jitter_ms))):
+        with open(os.path.join(logdir, "actors", f"actor_{index}.jsonl")) as f:
+            reports = [r for r in map(json.loads, filter(str.strip, f)) if r["time"] >= started]
+        trips = sorted(r["round_trip_ms_p50"] for r in reports if "round_trip_ms_p50" in r)
+        lines.append({"benchmark": "delay_proxy", "actor": index, "link": link, "delay_ms": delay,
+                      "jitter_ms": jitter, "reports": len(reports),
+                      "env_steps_per_s": statistics.fmean(r["env_steps_per_s"] for r in reports) if reports else 0.0,
+                      "round_trip_ms_p50": trips[len(trips) // 2] if trips else None})
     elapsed = last["time"] - first["time"]
-    actors = []
-    for name in os.listdir(os.path.join(logdir, "actors")):
-        with open(os.path.join(logdir, "actors", name)) as f:
-            actors += [json.loads(line) for line in f if line.strip()]
-    trips = [a["round_trip_ms_p50"] for a in actors if a.get("round_trip_ms_p50")]
-    return {"benchmark": "delay_proxy", "delay_ms": delay_ms, "jitter_ms": jitter_ms, "seconds": round(elapsed, 1),
-            "env_frames_per_s": (last["env_frames"] - first["env_frames"]) / elapsed,
-            "actor_round_trip_ms_p50": sorted(trips)[len(trips) // 2] if trips else None,
-            "inference_batch_size": last.get("inference_batch_size"), "updates": last["updates"] - first["updates"]}
+    lines.append({"benchmark": "delay_proxy", "learner": True, "seconds": round(elapsed, 1),
+                  "env_frames_per_s": (last["env_frames"] - first["env_frames"]) / elapsed,
+                  "inference_batch_size": last.get("inference_batch_size"),
+                  "updates": last["updates"] - first["updates"]})
+    return lines
 
 
 def main() -> int:
@@ -138,8 +148,8 @@ def main() -> int:
         parser.error("--delay_ms and --jitter_ms must be 0 or more, the jitter at most the delay")
     if args.compare:
         logdir = args.logdir or os.path.join("/tmp", f"seed_delay_{int(time.time())}")
-        for delay, jitter, name in ((0.0, 0.0, "clean"), (args.delay_ms, args.jitter_ms, "delayed")):
-            print(json.dumps(train_for(args.seconds, delay, jitter, os.path.join(logdir, name))), flush=True)
+        for line in compare(args.seconds, args.delay_ms, args.jitter_ms, logdir):
+            print(json.dumps(line), flush=True)
         return 0
     if not args.target:
         parser.error("give --target HOST:PORT, or --compare")

@@ -50,9 +50,9 @@ def wait_for_address(logdir, learner: subprocess.Popen, timeout_s: float = 120.0
 
 
 def start_actors(logdir, config: str, address: str, num_actors: int,
-                 bindings: Sequence[str] = ()) -> list[subprocess.Popen]:
+                 bindings: Sequence[str] = (), first_index: int = 0) -> list[subprocess.Popen]:
     actors = []
-    for i in range(num_actors):
+    for i in range(first_index, first_index + num_actors):
         args = [sys.executable, "-m", "actors", "--logdir", str(logdir), "--learner_address", address,
                 "--actor_index", str(i), "--gin_config", config]
         for binding in bindings:
