@@ -55,8 +55,12 @@ STATUSES = ("default", "ablation", "probe", "superseded")
 AGENTS = {"vtrace": "V-trace", "r2d2": "R2D2", "ppo": "PPO", "sac": "SAC"}
 ENVS = {"atari": "Atari", "classic": "classic control", "mujoco": "MuJoCo", "dmc": "dm_control", "football": "Football",
         "procgen": "Procgen", "dmlab": "DeepMind Lab (a stand-in here)"}
+# The frames at which the tables read a return, per family: Football's academy goals by 1M steps,
+# Procgen's reference points at 5M and 10M, dm_control's at 500k and 1M (issue 76).
 MARKS = {"atari": (2_500_000, 5_000_000, 10_000_000), "mujoco": (300_000, 500_000, 1_000_000),
-         "classic": (50_000, 100_000, 300_000)}
+         "classic": (50_000, 100_000, 300_000), "football": (100_000, 300_000, 1_000_000),
+         "procgen": (1_000_000, 5_000_000, 10_000_000), "dmc": (100_000, 500_000, 1_000_000),
+         "dmlab": (10_000_000, 100_000_000, 1_000_000_000)}
 # A marker is a line of its own (a marker quoted in prose or in `code` is not one).
 MARKER = re.compile(r"^[ \t]*<!-- generated:(?P<name>[A-Za-z0-9_-]+) -->[ \t]*\n(?P<body>.*?)"
                     r"^[ \t]*<!-- /generated:(?P=name) -->[ \t]*$", re.DOTALL | re.MULTILINE)
