@@ -195,9 +195,12 @@ def fmt_budget(frames: float | None) -> str:
 
 
 def fmt_return(value: float | None, e: dict) -> str:
-    """Pong signed with one decimal, other Atari games one decimal, MuJoCo and classic whole numbers."""
+    """Pong signed with one decimal, other Atari games one decimal, Football's goals per episode two
+    decimals, MuJoCo, classic and the rest whole numbers."""
     if value is None:
         return "-"
+    if e.get("env") == "football":
+        return f"{round(value, 2) + 0.0:.2f}"
     if e.get("env") == "atari":
         value = round(value, 1) + 0.0  # no -0.0
         return f"{value:+.1f}" if e.get("game") == "Pong" else f"{value:.1f}"
