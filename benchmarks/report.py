@@ -42,6 +42,7 @@ from collections.abc import Callable, Sequence
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.join(REPO, "benchmarks"))
 sys.path.insert(0, REPO)
+import atari5 as atari5_scores  # noqa: E402  (benchmarks/)
 from learning import THRESHOLDS, copy_out, read_segments, return_at, summarize, training_seconds, write_csv  # noqa: E402
 
 from seed.plot import curve, draw, read_episodes  # noqa: E402
@@ -555,9 +556,61 @@ def _e2e_row(r: dict, bound: dict | None, machine: str, run: str) -> list[str]:
             f"{r['actor_round_trip_ms_p50']:.1f} / {r['actor_round_trip_ms_p99']:.1f}"]
 
 
+# Published Atari-5 scores at 10M frames (issue 77; read off published curves, +-10-15 %).
+ATARI5_REFERENCES = (("PPO, 16 envs (SLM-Lab, sticky actions)", 30), ("Dopamine DQN (sticky actions)", 9.6),
+                     ("Dopamine Rainbow (sticky actions)", 43), ("Dopamine IQN (sticky actions)", 68))
+
+
+def atari5(ctx: Context) -> list[str]:
+    """Per suite (the entries' `suite`), each Atari-5 game's mean return over its seeds at 2.5M, 5M and
+    10M frames, its human-normalised score at 10M, and the Atari-5 score at each mark."""
+    suites: dict[str, dict[str, dict]] = {}
+    for e in learning_entries(ctx.manifest):
+        if e.get("suite") and e.get("game") in atari5_scores.GAMES:
+            suites.setdefault(e["suite"], {})[e["game"]] = e
+    if not suites:
+        return ["*No Atari-5 suite has been published yet (`benchmarks/learning.py --suite atari5`, then "
+                "`report.py publish --suite NAME`).*"]
+    marks = MARKS["atari"]
+    lines = []
+    for name, games in sorted(suites.items()):
+        means = {}
+        rows = []
+        for game in atari5_scores.GAMES:
+            e = games.get(game)
+            runs = runs_of(e, ctx.root) if e else []
+            at = [[at_mark(r, m) for _, r in runs] for m in marks]
+            means[game] = [statistics.fmean(v) if v and None not in v else None for v in at]
+            hns = means[game][-1]
+            rows.append([game, ", ".join(str(s) for s, _ in runs) or "-"]
+                        + [f"{m:,.1f}" if m is not None else "-" for m in means[game]]
+                        + [f"{atari5_scores.human_normalized(game, hns):.1f} %" if hns is not None else "-",
+                           f"{atari5_scores.RANDOM[game]:g} / {atari5_scores.HUMAN[game]:g}",
+                           f"{atari5_scores.WEIGHTS[game]:g}"])
+        scores = []
+        for i in range(len(marks)):
+            complete = all(means[g][i] is not None for g in atari5_scores.GAMES)
+            scores.append(f"**{atari5_scores.atari5_score({g: means[g][i] for g in atari5_scores.GAMES}):.1f}**"
+                          if complete else "-")
+        rows.append(["**Atari-5 score**", ""] + scores + ["", "", ""])
+        if lines:
+            lines.append("")
+        lines.append(f"*Suite `{name}`: mean return over the last {WINDOW} episodes at "
+                     f"{' / '.join(fmt_budget(m) for m in marks)} env frames, mean over seeds; the Atari-5 score "
+                     "is 10^(sum of weight x log10(1 + max(HNS, 0))) - 1 (benchmarks/atari5.py).*")
+        lines.append("")
+        lines += table(["game", "seeds"] + [f"at {fmt_budget(m)}" for m in marks]
+                       + ["human-normalised at 10M", "random / human", "weight"], rows)
+    lines.append("")
+    lines.append("*Published Atari-5 scores at 10M frames: " + "; ".join(f"{who} {score:g}"
+                                                                         for who, score in ATARI5_REFERENCES) + ".*")
+    return lines
+
+
 TABLES: dict[str, Callable[[Context], list[str]]] = {
     "headline": headline, "support": support, "vtrace": vtrace, "ppo": ppo, "sac": sac, "r2d2": r2d2,
     "replay_mixes_pong": replay_mixes_pong, "replay_mixes_breakout": replay_mixes_breakout, "gpu": gpu, "speed": speed,
+    "atari5": atari5,
 }
 
 
@@ -795,6 +848,8 @@ def publish(run_dirs: Sequence[str], label: str, root: str = REPO, title: str | 
     for seed in seeds:
         e.setdefault("seed_commits", {})[str(seed)] = {"published": e["commit"]}
     e["shared"] = fields.get("shared") or e.get("shared")
+    if fields.get("suite"):
+        e["suite"] = fields["suite"]
     e["date"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
     e["seeds"] = sorted(set(e.get("seeds", [])) | set(seeds))
     e["files"] = sorted(files)
@@ -843,6 +898,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     pub.add_argument("--target", type=float, help="the return the runs aim at (default: learning.py's for the game)")
     pub.add_argument("--host", help="default: nvidia-smi's GPU name, else lscpu's model name")
     pub.add_argument("--shared", help="what shared the machine")
+    pub.add_argument("--suite", help="the suite run this game belongs to (its Atari-5 table groups by it)")
     args = parser.parse_args(argv)
     root = os.path.abspath(args.root)
     try:
@@ -858,7 +914,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "publish":
             e = publish(args.runs, args.label, root, args.title, args.run_command, args.status, agent=args.agent,
                         env=args.env, game=args.game, config=args.config, bindings=args.gin_bindings,
-                        frames=args.frames, target=args.target, host=args.host, shared=args.shared)
+                        frames=args.frames, target=args.target, host=args.host, shared=args.shared,
+                        suite=args.suite)
             print(json.dumps({"published": e["label"], "seeds": e["seeds"], "frames_reached": e["frames_reached"],
                               "commit": e["commit"], "host": e["host"]}))
             return 0

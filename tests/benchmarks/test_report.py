@@ -137,3 +137,36 @@ def test_render_replaces_only_block_contents_and_check_names_a_stale_block(tmp_p
     (root / "docs" / "guide" / "results.md").write_text(page.replace("<!-- /generated:support -->\n", ""))
     with pytest.raises(report.ReportError, match="has no <!-- /generated:support -->"):
         report.render(str(root))
+
+
+def test_the_atari5_table_scores_a_published_suite_by_hand_computed_values(tmp_path):
+    import atari5
+    root = tmp_path
+    (root / "benchmarks" / "results").mkdir(parents=True)
+    (root / report.MANIFEST).write_text(json.dumps({"results": []}))
+    # BattleZone at the human score (HNS 100), the other four at random play (HNS 0): 100 episodes of
+    # 100k frames each, so every mark's 100-episode mean is that return.
+    for game in atari5.GAMES:
+        value = atari5.HUMAN[game] if game == "BattleZone" else atari5.RANDOM[game]
+        run = tmp_path / "runs" / f"a5_{game}_seed1"
+        run.parent.mkdir(exist_ok=True)
+        _fake_run(run, 1, 100_000, [value] * 100)
+        report.publish([str(run)], f"a5_{game}", str(root), agent="vtrace", env="atari", game=game, suite="a5",
+                       frames=10_000_000, host="test host")
+    (root / "docs").mkdir()
+    (root / "docs" / "atari5.md").write_text("<!-- generated:atari5 -->\n<!-- /generated:atari5 -->\n")
+    report.render(str(root))
+    text = (root / "docs" / "atari5.md").read_text()
+    assert "| BattleZone | 1 | 37,187.5 | 37,187.5 | 37,187.5 | 100.0 % | 2360 / 37187.5 | 0.38198 |" in text
+    assert "| DoubleDunk | 1 | -18.6 | -18.6 | -18.6 | 0.0 % | -18.6 / -16.4 | 0.06791 |" in text
+    # 10 ** (0.38198 * log10(101)) - 1 = 101 ** 0.38198 - 1 = 4.83 at every mark.
+    assert "| **Atari-5 score** |  | **4.8** | **4.8** | **4.8** |" in text
+    assert "Dopamine IQN (sticky actions) 68" in text
+
+
+def test_the_atari5_table_says_when_nothing_is_published(tmp_path):
+    (tmp_path / "benchmarks" / "results").mkdir(parents=True)
+    (tmp_path / report.MANIFEST).write_text(json.dumps({"results": []}))
+    (tmp_path / "README.md").write_text("<!-- generated:atari5 -->\n<!-- /generated:atari5 -->\n")
+    report.render(str(tmp_path))
+    assert "No Atari-5 suite has been published yet" in (tmp_path / "README.md").read_text()
