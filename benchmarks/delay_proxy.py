@@ -36,6 +36,7 @@ class DelayProxy:
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.address = f"127.0.0.1:{self._listener.getsockname()[1]}"
         self._closed = threading.Event()
+        self._connections, self._lock = [], threading.Lock()
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
@@ -46,13 +47,30 @@ class DelayProxy:
                 return
             try:
                 upstream = socket.create_connection(self.target, timeout=10)
+                upstream.settimeout(None)  # the timeout was for connecting: a quiet link is not a closed one
             except OSError:
                 client.close()
                 continue
+            pair, directions_done = (client, upstream), threading.Semaphore(0)
+            with self._lock:
+                self._connections.append(pair)
             for source, sink in ((client, upstream), (upstream, client)):
-                self._pump(source, sink)
+                self._pump(source, sink, directions_done)
+            threading.Thread(target=self._close_when_done, args=(pair, directions_done), daemon=True).start()
 
-    def _pump(self, source: socket.socket, sink: socket.socket) -> None:
+    def _close_when_done(self, pair, directions_done: threading.Semaphore) -> None:
+        for _ in range(2):  # both directions have passed their FIN on, or failed
+            directions_done.acquire()
+        self._close_pair(pair)
+
+    def _close_pair(self, pair) -> None:
+        with self._lock:
+            if pair in self._connections:
+                self._connections.remove(pair)
+        for s in pair:
+            s.close()
+
+    def _pump(self, source: socket.socket, sink: socket.socket, done: threading.Semaphore) -> None:
         pending, ready = collections.deque(), threading.Condition()
 
         def receive():
@@ -71,26 +89,33 @@ class DelayProxy:
                     return
 
         def send():
-            while True:
-                with ready:
-                    while not pending:
-                        ready.wait()
-                    release, data = pending.popleft()
-                time.sleep(max(0.0, release - time.monotonic()))
-                try:
+            try:
+                while True:
+                    with ready:
+                        while not pending:
+                            ready.wait()
+                        release, data = pending.popleft()
+                    time.sleep(max(0.0, release - time.monotonic()))
                     if not data:
                         sink.shutdown(socket.SHUT_WR)  # the other side's FIN, passed on late too
                         return
                     sink.sendall(data)
-                except OSError:
-                    return
+            except OSError:
+                return
+            finally:
+                done.release()
 
         threading.Thread(target=receive, daemon=True).start()
         threading.Thread(target=send, daemon=True).start()
 
     def close(self) -> None:
+        """Stops accepting and closes every connection it still forwards."""
         self._closed.set()
         self._listener.close()
+        with self._lock:
+            pairs = list(self._connections)
+        for pair in pairs:
+            self._close_pair(pair)
 
 
 def compare(seconds: float, delay_ms: float, jitter_ms: float, logdir: str) -> list[dict]:

@@ -298,7 +298,9 @@ def main() -> int:
         report(args, args.game or default_game(args.env, args.agent), args.label,
                [(run_name(d), d) for d in args.plot])
         return 0
-    games = SUITES.get(args.suite, args.suite.split(",")) if args.suite else [args.game]
+    games = SUITES.get(args.suite, [g.strip() for g in args.suite.split(",")]) if args.suite else [args.game]
+    if args.suite and (not all(games) or len(set(games)) < len(games)):
+        parser.error(f"--suite {args.suite!r}: name a suite ({', '.join(SUITES)}) or distinct games, comma-separated")
     labels = [f"{args.label}_{g}" if args.suite else args.label for g in games]
     for label in labels:  # every refusal before the first run trains
         refuse_existing(parser, args, label)

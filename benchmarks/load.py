@@ -9,8 +9,9 @@ For each stream count a fresh learner (the config's agent and network, inference
 `inference.batch_size`; the learner's `service.max_actors` and `inference.max_env_slots` are raised
 to the stream count unless bound) serves the streams for `--seconds`: each stream says hello, then
 sends steps of random observations of the env's spec and waits for the answer. A stream is
-`answered` (it stepped), `refused` (the learner said RESOURCE_EXHAUSTED, as it does beyond its
-limits) or `hung` (neither within the time; a correct learner has none). One JSON line per count:
+`answered` (it stepped to the end of the window), `refused` (the learner said RESOURCE_EXHAUSTED, as
+it does beyond its limits), `hung` (an answer still missing 10 s after the window's end; a correct
+learner has none) or `failed` (any other end). One JSON line per count:
 the streams of each kind, env steps/s, the round trip's p50 and p99 in ms, and the learner's mean
 inference batch over the window (its progress records). Bounded: every stream ends by the deadline.
 """
@@ -32,14 +33,19 @@ sys.path.insert(0, REPO)
 from seed import codec, gin_setup, handshake, seed_pb2_grpc  # noqa: E402
 from seed.envs import env_spec  # noqa: E402
 
+# An answer that has not come this long after the window's end counts the stream as hung.
+HANG_S = 10.0
+
 
 class SyntheticActor(threading.Thread):
-    """One stream of `num_envs` synthetic envs until `deadline`: its outcome and round trips (s)."""
+    """One stream of `num_envs` synthetic envs stepping until `deadline`: its outcome, round trips (s)
+    and when its last answer came. The call's own deadline is HANG_S later: a stream still waiting
+    then is hung."""
 
     def __init__(self, index: int, address: str, spec, num_envs: int, deadline: float):
         super().__init__(daemon=True)
         self.index, self.address, self.spec, self.num_envs, self.deadline = index, address, spec, num_envs, deadline
-        self.outcome, self.round_trips, self.steps = "hung", [], 0
+        self.outcome, self.round_trips, self.steps, self.last_answer = "hung", [], 0, None
 
     def run(self) -> None:
         # A connection per stream, as separate actor processes would have (not one shared subchannel).
@@ -62,24 +68,28 @@ class SyntheticActor(threading.Thread):
                 requests.append(message)
                 request_ready.notify()
 
-        call = seed_pb2_grpc.LearnerStub(channel).Stream(request_iterator(), timeout=self.deadline - time.monotonic())
+        call = seed_pb2_grpc.LearnerStub(channel).Stream(request_iterator(),
+                                                         timeout=self.deadline + HANG_S - time.monotonic())
         shape = (self.num_envs, *self.spec.observation_shape)
         zeros, flags = np.zeros(self.num_envs, np.float32), np.zeros(self.num_envs, bool)
         try:
             send(handshake.make_hello(f"load_{self.index}", self.num_envs, self.spec))
             next(call)  # the welcome
-            while time.monotonic() < self.deadline - 1.0:
+            while time.monotonic() < self.deadline:
                 observations = (rng.integers(0, 256, shape) if self.spec.observation_dtype == "uint8"
                                 else rng.standard_normal(shape)).astype(self.spec.observation_dtype)
                 sent = time.perf_counter()
                 send(codec.encode_steps(observations, zeros, flags, flags))
                 next(call)
                 self.round_trips.append(time.perf_counter() - sent)
+                self.last_answer = time.monotonic()
                 self.steps += self.num_envs
-            self.outcome = "answered" if self.steps else "hung"
+            self.outcome = "answered"
+        except StopIteration:
+            self.outcome = "closed by the learner"
         except grpc.RpcError as e:
-            self.outcome = ("refused" if e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
-                            else "answered" if self.steps else f"failed: {e.code().name}")
+            self.outcome = {grpc.StatusCode.RESOURCE_EXHAUSTED: "refused",
+                            grpc.StatusCode.DEADLINE_EXCEEDED: "hung"}.get(e.code(), f"failed: {e.code().name}")
         finally:
             send(handshake.GOODBYE)
             send(None)
@@ -106,12 +116,13 @@ def run_count(args, spec, streams: int) -> dict:
                 time.sleep(0.2)
             with open(address_file) as f:
                 address = f.read().strip()
-            deadline = time.monotonic() + args.seconds
+            started = time.monotonic()
+            deadline = started + args.seconds
             actors = [SyntheticActor(i, address, spec, args.envs, deadline) for i in range(streams)]
             for actor in actors:
                 actor.start()
             for actor in actors:
-                actor.join(max(0.0, deadline - time.monotonic()) + 5.0)
+                actor.join(max(0.0, deadline - time.monotonic()) + HANG_S + 5.0)
             records = read_progress(logdir)
         finally:
             learner.terminate()
@@ -125,8 +136,9 @@ def run_count(args, spec, streams: int) -> dict:
     serving = [r["inference_batch_size"] for r in records if r.get("actors/connected", 0) > 0]
     return {"benchmark": "load", "config": args.config, "streams": streams, "envs_per_stream": args.envs,
             "answered": outcomes.count("answered"), "refused": outcomes.count("refused"),
-            "hung": outcomes.count("hung"), "failed": sum(o.startswith("failed") for o in outcomes),
-            "env_steps_per_s": sum(a.steps for a in actors) / args.seconds,
+            "hung": outcomes.count("hung"), "failed": sum(o.startswith(("failed", "closed")) for o in outcomes),
+            "env_steps_per_s": sum(a.steps for a in actors) / max(
+                max((a.last_answer for a in actors if a.last_answer), default=deadline) - started, 1e-9),
             "round_trip_ms_p50": 1000 * trips[len(trips) // 2] if trips else None,
             "round_trip_ms_p99": 1000 * trips[min(len(trips) - 1, int(0.99 * len(trips)))] if trips else None,
             "inference_batch_mean": statistics.fmean(serving) if serving else None}

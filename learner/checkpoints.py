@@ -18,6 +18,7 @@ import time
 
 import tensorflow as tf
 
+from learner.data.saved_state import SidecarDamaged
 from seed.process import CONSOLE
 
 log = logging.getLogger(__name__)
@@ -90,7 +91,7 @@ class Checkpointer:
                 continue
             try:
                 sidecar.load_state(sidecar_path)
-            except ValueError as e:
+            except SidecarDamaged as e:  # other ValueErrors (settings that changed) stop the learner, saying so
                 return f"its {name} {sidecar_path}: {e}"
         return None
 
@@ -130,7 +131,10 @@ class Checkpointer:
                 log.error("could not save %s with %s (%s); a resume from it starts with an empty %s",
                           name, path, e, name)
         self._remove_rotated_sidecars()
-        self._write_summary(path)
+        if not self._write_summary(path):  # without it a resume takes this checkpoint for one cut short
+            log.error("could not finish saving checkpoint %s; a resume starts from the one before, %s", path,
+                      self._last_whole_save())
+            return None
         log.info("saved checkpoint %s", path)
         return path
 
@@ -140,9 +144,9 @@ class Checkpointer:
             if path.rsplit(".", 2)[0] not in kept:
                 os.remove(path)
 
-    def _write_summary(self, path: str) -> None:
+    def _write_summary(self, path: str) -> bool:
         """LATEST_JSON: what the newest checkpoint holds, for launchers that report it without TensorFlow
-        (run_local.sh's stop message)."""
+        (run_local.sh's stop message), and the mark that its save is whole. False if it cannot be written."""
         summary = {"checkpoint": os.path.basename(path), "time": time.time(),
                    "environment_frames": int(self._frames.numpy()) if self._frames is not None else None,
                    **self.extra_summary()}
@@ -154,8 +158,10 @@ class Checkpointer:
                 os.fsync(f.fileno())
             os.replace(target + ".tmp", target)
             _flush_to_disk([], self.directory)
+            return True
         except OSError as e:
-            log.warning("could not write %s (%s)", target, e)
+            log.error("could not write %s (%s)", target, e)
+            return False
 
     @property
     def latest(self):

@@ -176,6 +176,9 @@ def test_learning_benchmark_trains_a_suite_game_after_game_and_a_suite_refuses_a
     bad = subprocess.run([sys.executable, "benchmarks/learning.py", "atari", "vtrace", "--suite", "atari5", "--game",
                           "Pong"], cwd=REPO_ROOT, env=child_env(), capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "--suite names the games" in bad.stderr
+    bad = subprocess.run([sys.executable, "benchmarks/learning.py", "atari", "vtrace", "--suite", "Pong, Pong"],
+                         cwd=REPO_ROOT, env=child_env(), capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "name a suite (atari5) or distinct games" in bad.stderr
 
 
 def test_the_atari5_summary_scores_the_seeds_mean_return_of_each_game():

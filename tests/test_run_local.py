@@ -129,10 +129,11 @@ def test_a_game_binding_names_the_run_and_a_binding_of_the_game_setting_itself_i
                             timeout=60)
     assert result.returncode == 2 and "would train another game than the run directory says; use --game" in \
         result.stderr
-    result = subprocess.run(["./run_local.sh", "dmc", "sac", "1", "1", "--gin_bindings",
-                             "create_dmc_envs.task='walker-walk'"], cwd=REPO_ROOT, capture_output=True, text=True,
-                            timeout=60)
-    assert result.returncode == 2 and "would train another game than the run directory says" in result.stderr
+    for family, binding in (("dmc", "create_dmc_envs.task='walker-walk'"),
+                            ("football", "create_football_envs.scenario='5_vs_5'")):
+        result = subprocess.run(["./run_local.sh", family, "vtrace" if family == "football" else "sac", "1", "1",
+                                 "--gin_bindings", binding], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
+        assert result.returncode == 2 and "would train another game than the run directory says" in result.stderr
 
 
 def test_the_run_stops_with_the_reason_when_every_actor_has_given_up(tmp_path):

@@ -9,13 +9,23 @@ import numpy as np
 CHECKPOINT_KEY = "_checkpoint"
 
 
+class SidecarDamaged(ValueError):
+    """A sidecar file that is not the whole one saved with its checkpoint (cut short, corrupted, another
+    checkpoint's). A sidecar that is whole but does not fit this run's settings raises ValueError instead."""
+
+
 def write_arrays_atomically(path: str, arrays: dict[str, np.ndarray]) -> None:
     """An .npz at `path`, whole or not at all (written beside it, flushed to the disk, then renamed)."""
-    with open(path + ".tmp", "wb") as f:
-        np.savez(f, **arrays)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(path + ".tmp", path)
+    try:
+        with open(path + ".tmp", "wb") as f:
+            np.savez(f, **arrays)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(path + ".tmp", path)
+    except OSError:
+        if os.path.exists(path + ".tmp"):  # a full disk: leave no partial file to hold its space
+            os.remove(path + ".tmp")
+        raise
 
 
 def checkpoint_of(path: str) -> str:
@@ -40,13 +50,18 @@ class ArraySidecar:
             write_arrays_atomically(path, {**self._state(), CHECKPOINT_KEY: np.array(checkpoint_of(path))})
 
     def load_state(self, path: str) -> None:
-        """Puts the saved arrays back; ValueError when the file is not the whole sidecar of its checkpoint."""
+        """Puts the saved arrays back. SidecarDamaged when the file is not the whole sidecar of its checkpoint;
+        ValueError (from the data source) when it is, but was saved with other replay settings."""
         try:
-            with np.load(path) as arrays:
-                saved_with = str(arrays[CHECKPOINT_KEY]) if CHECKPOINT_KEY in arrays.files else None
-                if saved_with != checkpoint_of(path):
-                    raise ValueError(f"it was saved with {saved_with}, not {checkpoint_of(path)}" if saved_with else
+            arrays = np.load(path)
+            saved_with = str(arrays[CHECKPOINT_KEY]) if CHECKPOINT_KEY in arrays.files else None
+        except (OSError, EOFError, KeyError, ValueError, zipfile.BadZipFile) as e:
+            raise SidecarDamaged(f"it cannot be read whole ({type(e).__name__}: {e})") from e
+        with arrays:
+            if saved_with != checkpoint_of(path):
+                raise SidecarDamaged(f"it was saved with {saved_with}, not {checkpoint_of(path)}" if saved_with else
                                      "it names no checkpoint (a sidecar from before sidecars named theirs)")
+            try:
                 self._load(arrays)
-        except (OSError, EOFError, KeyError, zipfile.BadZipFile) as e:
-            raise ValueError(f"it cannot be read whole ({type(e).__name__}: {e})") from e
+            except (OSError, EOFError, zipfile.BadZipFile) as e:  # an array cut short inside the archive
+                raise SidecarDamaged(f"it cannot be read whole ({type(e).__name__}: {e})") from e

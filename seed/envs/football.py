@@ -37,6 +37,10 @@ class CheckpointReward:
     def __init__(self, num_envs: int):
         self._collected = np.zeros(num_envs, np.int64)
 
+    def reset(self) -> None:
+        """Every env starts a new episode (a pool reset)."""
+        self._collected[:] = 0
+
     def __call__(self, observations: np.ndarray, scoring: np.ndarray, ball_owned_team: np.ndarray,
                  first: np.ndarray) -> np.ndarray:
         """The reward of each env's step: its scoring reward plus the checkpoints it collected."""
@@ -76,6 +80,11 @@ class FootballEnvs(PoolEnvs):
         super().__init__(num_envs, lambda seed: envpool.make(f"gfootball/{scenario}-v1", env_type="gymnasium",
                                                              num_envs=num_envs, seed=seed, num_threads=num_threads))
         self._checkpoints = CheckpointReward(num_envs) if rewards == "scoring,checkpoints" else None
+
+    def reset(self, seed: int | None = None) -> np.ndarray:
+        if self._checkpoints is not None:
+            self._checkpoints.reset()
+        return super().reset(seed)
 
     def _rewards(self, observations, rewards, info, first):
         if self._checkpoints is None:

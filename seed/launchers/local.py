@@ -126,7 +126,7 @@ def parse_args(argv: list[str]) -> Options:
         if game:
             options.game = game.group(1)
             options.game_given = True
-        elif re.match(r"\s*([A-Za-z_]+\.(game|env_id)|create_\w+_envs\.task)\s*=", binding):
+        elif re.match(r"\s*([A-Za-z_]+\.(game|env_id)|create_\w+_envs\.(task|level|scenario))\s*=", binding):
             raise UsageError(f"'{binding}' would train another game than the run directory says; use --game NAME")
         else:
             options.bindings.append(binding)

@@ -162,6 +162,35 @@ def test_a_damaged_or_foreign_sidecar_makes_its_checkpoint_unusable(tmp_path, ca
         assert "it was saved with ckpt-2, not ckpt-3" in caplog.text
 
 
+def test_a_whole_sidecar_that_does_not_fit_the_settings_stops_the_resume_instead_of_skipping_checkpoints(tmp_path):
+    sidecar = KnownArray(0.0)
+    three_saves(tmp_path, sidecar)
+    misfit = KnownArray(-1.0)
+
+    def load(arrays):
+        raise ValueError("the saved replay's observation is uint8[84, 84] of 100 rows, this run's another: "
+                         "resume with the replay settings it was saved with or set checkpoint_replay=False")
+    misfit.sidecar._load = load
+    with pytest.raises(ValueError, match="resume with the replay settings") as raised:
+        resumed_frames(tmp_path, misfit)
+    assert "can be read whole" not in str(raised.value)  # not taken for damage: no checkpoint was skipped
+
+
+def test_a_save_whose_latest_json_cannot_be_written_is_not_reported_saved(tmp_path, monkeypatch, caplog):
+    checkpointer = Checkpointer(str(tmp_path), environment_frames=tf.Variable(1))
+    assert checkpointer.save() is not None
+    real_replace = os.replace
+
+    def replace(source, target):
+        if str(target).endswith("latest.json"):
+            raise OSError(28, "No space left on device")
+        real_replace(source, target)
+    monkeypatch.setattr(os, "replace", replace)
+    assert checkpointer.save() is None
+    assert "could not finish saving checkpoint" in caplog.text and "ckpt-1" in caplog.text
+    assert "saved checkpoint " + str(tmp_path / "ckpt-2") not in caplog.text
+
+
 def test_when_no_checkpoint_is_whole_the_error_says_so_in_one_line(tmp_path):
     three_saves(tmp_path)
     for data in tmp_path.glob("ckpt-*.data-*"):

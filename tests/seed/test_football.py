@@ -47,6 +47,21 @@ def test_the_checkpoint_reward_pays_one_in_all_by_the_goal_and_nothing_twice():
         assert episodes == pytest.approx([2.0, 2.0])  # ten checkpoints of 0.1, then the goal's 1
 
 
+def test_a_pool_reset_starts_every_env_s_checkpoints_afresh(tmp_path):
+    with envs.create_football_envs(1, scenario="academy_empty_goal_close", rewards="scoring,checkpoints") as e:
+        e.reset(seed=0)
+        collected = sum(e.step(np.array([RIGHT]))[1][0] for _ in range(3))
+        assert 0 < collected < 1  # some checkpoints, no goal yet
+        e.reset(seed=1)  # as an actor does on reconnecting: new episodes
+        total = 0.0
+        for _ in range(200):
+            _, reward, terminated, truncated = e.step(np.array([RIGHT]))
+            total += reward[0]
+            if terminated[0] or truncated[0]:
+                break
+        assert total == pytest.approx(2.0)  # all ten checkpoints again, then the goal
+
+
 def smm(ball, active):
     frame = np.zeros((72, 96, 4), np.uint8)
     frame[ball[0], ball[1], BALL] = 255
