@@ -38,9 +38,14 @@ class ActorEnvs:
         """(observations, float32 rewards, uint8 `terminated` codes as on the wire, bool truncated)."""
         actions = np.asarray(actions, np.int64 if self.spec.action.is_discrete else np.float32)
         observations, rewards, terminated, truncated, info = self._env.step(self._actions(actions))
-        truncated = np.asarray(truncated, bool)
-        return (self._observations(observations), np.asarray(rewards, np.float32),
-                self._terminated_codes(np.asarray(terminated, bool), truncated, info), truncated)
+        terminated, truncated = np.asarray(terminated, bool), np.asarray(truncated, bool)
+        rewards = self._rewards(np.asarray(rewards, np.float32), observations, terminated | truncated, info)
+        return (self._observations(observations), rewards, self._terminated_codes(terminated, truncated, info),
+                truncated)
+
+    def _rewards(self, rewards: np.ndarray, observations: np.ndarray, ended: np.ndarray, info: dict) -> np.ndarray:
+        """The raw rewards the learner gets (the env's; a family may add to them, as Football's checkpoints)."""
+        return rewards
 
     def _actions(self, actions: np.ndarray) -> np.ndarray:
         """The actions the envs take (a family may override some)."""

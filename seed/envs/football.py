@@ -77,16 +77,19 @@ class CheckpointReward:
 class FootballEnvs(PoolEnvs):
     def __init__(self, num_envs: int, scenario: str, rewards: str, num_threads: int):
         envpool = envpool_module("Google Research Football", "football")
-        super().__init__(num_envs, lambda seed: envpool.make(f"gfootball/{scenario}-v1", env_type="gymnasium",
-                                                             num_envs=num_envs, seed=seed, num_threads=num_threads))
+        super().__init__(lambda seed: envpool.make(f"gfootball/{scenario}-v1", env_type="gymnasium",
+                                                   num_envs=num_envs, seed=seed, num_threads=num_threads))
         self._checkpoints = CheckpointReward(num_envs) if rewards == "scoring,checkpoints" else None
+        self._first = np.zeros(num_envs, bool)  # the envs whose step is their reset step (the last one ended)
 
     def reset(self, seed: int | None = None) -> np.ndarray:
         if self._checkpoints is not None:
             self._checkpoints.reset()
+        self._first[:] = False
         return super().reset(seed)
 
-    def _rewards(self, observations, rewards, info, first):
+    def _rewards(self, rewards, observations, ended, info):
+        first, self._first = self._first, ended
         if self._checkpoints is None:
             return rewards
         return self._checkpoints(observations, rewards, np.asarray(info["ball_owned_team"]), first)

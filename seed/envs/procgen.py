@@ -48,4 +48,4 @@ def create_procgen_envs(num_envs: int, game: str = "starpilot", distribution_mod
             raise ValueError(f"Procgen needs the system's Qt 5 runtime: apt install libqt5gui5 (Debian, Ubuntu) "
                              f"({str(e).splitlines()[0]})") from e
 
-    return PoolEnvs(num_envs, make)
+    return PoolEnvs(make)
