@@ -9,17 +9,23 @@ cd "$(dirname "$0")/.."
 # shellcheck source=../seed/venv.sh
 source seed/venv.sh
 ensure_venv tests/run.sh test
-# Procgen's tests need the system's Qt 5 runtime (envpool's Procgen loads it); install it where we may.
-if ! ldconfig -p 2>/dev/null | grep -q 'libQt5Gui\.so\.5'; then
+# Debian packages some tests need, installed where we may (as root with apt-get), else those tests are
+# skipped, saying why: PACKAGE, a command that succeeds once it is there, and who needs it.
+ensure_system_package() {
+  local package=$1 present=$2 who=$3
+  bash -c "$present" >/dev/null 2>&1 && return 0
   if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
-    echo "tests/run.sh: installing the Qt 5 runtime for Procgen (apt-get install libqt5gui5, once)" >&2
-    apt-get install -y -q --no-install-recommends libqt5gui5 >/dev/null 2>&1 \
-      || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q --no-install-recommends libqt5gui5 >/dev/null 2>&1; } \
-      || echo "tests/run.sh: could not install libqt5gui5; Procgen's tests will be skipped, saying why" >&2
+    echo "tests/run.sh: installing $package for $who (apt-get install $package, once)" >&2
+    apt-get install -y -q --no-install-recommends "$package" >/dev/null 2>&1 \
+      || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q --no-install-recommends "$package" >/dev/null 2>&1; } \
+      || echo "tests/run.sh: could not install $package; $who will be skipped, saying why" >&2
   else
-    echo "tests/run.sh: no Qt 5 runtime (libqt5gui5) and no root to install it; Procgen's tests will be skipped" >&2
+    echo "tests/run.sh: no $package and no root to install it; $who will be skipped" >&2
   fi
-fi
+}
+# envpool's Procgen loads the system's Qt 5 runtime; the packet-loss tests drop packets with nftables.
+ensure_system_package libqt5gui5 "ldconfig -p | grep -q 'libQt5Gui\.so\.5'" "Procgen's tests"
+ensure_system_package nftables "command -v nft" "the packet-loss tests"
 export TF_CPP_MIN_LOG_LEVEL=${TF_CPP_MIN_LOG_LEVEL:-2}
 workers=(-n auto --dist worksteal)
 for arg in "$@"; do
