@@ -39,9 +39,12 @@ class StreamClosed(Exception):
 class LearnerStream:
     """One bidirectional stream: `exchange` sends a message and returns the answer."""
 
-    def __init__(self, channel: grpc.Channel, stop: threading.Event, goodbye_timeout_s: float = 2.0):
+    def __init__(self, channel: grpc.Channel, stop: threading.Event, goodbye_timeout_s: float = 2.0,
+                 timeout_s: float | None = None):
+        """`timeout_s`: the call's deadline, None for none (an actor's stream lasts the run; the keepalive,
+        not a deadline, finds a dead peer)."""
         self._requests = queue.Queue()
-        self._call = seed_pb2_grpc.LearnerStub(channel).Stream(iter(self._requests.get, _END))
+        self._call = seed_pb2_grpc.LearnerStub(channel).Stream(iter(self._requests.get, _END), timeout=timeout_s)
         self._goodbye_timeout_s = goodbye_timeout_s
         self._hung_up = False
         self._lock = threading.Lock()

@@ -30,7 +30,8 @@ import numpy as np
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, REPO)
-from seed import codec, gin_setup, handshake, seed_pb2_grpc  # noqa: E402
+from actors.actor import LearnerStream, StreamClosed  # noqa: E402
+from seed import codec, gin_setup, handshake  # noqa: E402
 from seed.envs import env_spec  # noqa: E402
 
 # An answer that has not come this long after the window's end counts the stream as hung.
@@ -50,50 +51,28 @@ class SyntheticActor(threading.Thread):
     def run(self) -> None:
         # A connection per stream, as separate actor processes would have (not one shared subchannel).
         channel = grpc.insecure_channel(self.address, options=[("grpc.use_local_subchannel_pool", 1)])
-        requests, rng = [], np.random.default_rng(self.index)
-        request_ready = threading.Condition()
-
-        def request_iterator():
-            while True:
-                with request_ready:
-                    while not requests:
-                        request_ready.wait()
-                    message = requests.pop(0)
-                if message is None:
-                    return
-                yield message
-
-        def send(message):
-            with request_ready:
-                requests.append(message)
-                request_ready.notify()
-
-        call = seed_pb2_grpc.LearnerStub(channel).Stream(request_iterator(),
-                                                         timeout=self.deadline + HANG_S - time.monotonic())
+        rng = np.random.default_rng(self.index)
+        stream = LearnerStream(channel, threading.Event(), timeout_s=self.deadline + HANG_S - time.monotonic())
         shape = (self.num_envs, *self.spec.observation_shape)
         zeros, flags = np.zeros(self.num_envs, np.float32), np.zeros(self.num_envs, bool)
         try:
-            send(handshake.make_hello(f"load_{self.index}", self.num_envs, self.spec))
-            next(call)  # the welcome
+            stream.exchange(handshake.make_hello(f"load_{self.index}", self.num_envs, self.spec))  # the welcome
             while time.monotonic() < self.deadline:
                 observations = (rng.integers(0, 256, shape) if self.spec.observation_dtype == "uint8"
                                 else rng.standard_normal(shape)).astype(self.spec.observation_dtype)
                 sent = time.perf_counter()
-                send(codec.encode_steps(observations, zeros, flags, flags))
-                next(call)
+                stream.exchange(codec.encode_steps(observations, zeros, flags, flags))
                 self.round_trips.append(time.perf_counter() - sent)
                 self.last_answer = time.monotonic()
                 self.steps += self.num_envs
             self.outcome = "answered"
-        except StopIteration:
+        except StreamClosed:
             self.outcome = "closed by the learner"
         except grpc.RpcError as e:
             self.outcome = {grpc.StatusCode.RESOURCE_EXHAUSTED: "refused",
                             grpc.StatusCode.DEADLINE_EXCEEDED: "hung"}.get(e.code(), f"failed: {e.code().name}")
         finally:
-            send(handshake.GOODBYE)
-            send(None)
-            call.cancel()
+            stream.close()
             channel.close()
 
 
