@@ -174,17 +174,12 @@ def _number(path: str) -> int:
 
 def _flush_to_disk(files: list[str], directory: str) -> None:
     """fsync: the files' bytes and the directory's entries (their names) survive a crash or a power cut."""
-    for path in files:
+    for path in [*files, directory]:
         fd = os.open(path, os.O_RDONLY)
         try:
             os.fsync(fd)
         finally:
             os.close(fd)
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def ensure_writable_dir(path: str) -> str:
