@@ -607,10 +607,66 @@ def atari5(ctx: Context) -> list[str]:
     return lines
 
 
+def _soak_records(ctx: Context) -> list[tuple[dict, dict]]:
+    """(manifest entry, chaos.py's record) of every soak result, in manifest order."""
+    found = []
+    for e, path in _speed_files(ctx, "faults"):
+        with open(path) as f:
+            found += [(e, r) for r in map(json.loads, filter(str.strip, f)) if r.get("benchmark") == "chaos"]
+    return found
+
+
+def _resource(r: dict, key: str, unit: str = "") -> str:
+    q = (r.get("resources") or {}).get(key)
+    if not q:
+        return "-"
+    growth = "-" if q.get("growth") is None else f"{q['growth']:+.1%}"
+    return f"{q['min']:g}-{q['max']:g}{unit} (median {q['median']:g}), growth {growth}"
+
+
+def soaks(ctx: Context) -> list[str]:
+    """The chaos soaks: what was done to the run, what it lost, and the learner's resources over it."""
+    rows, cuts = [], []
+    for e, r in _soak_records(ctx):
+        # The docs site holds only docs/, so a result file is named, not linked.
+        label = f"`{e['label']}` (`{e['files'][0]}`)"
+        network = (f"{r['actor_hosts']} actor hosts, {r['loss_percent']:g} % loss each way on one "
+                   f"({r['packets_dropped']:,} packets dropped), {len(r['partitions'])} link cuts"
+                   if r.get("network_faults") else "loopback")
+        lost = [k["frames_lost"] for k in r["kills"] if "frames_lost" in k]
+        kills = (f"{r['learner_kills']} learner ({r['learner_restarts']} restarts; frames lost "
+                 f"{', '.join(f'{n:,}' for n in lost) or '-'}; "
+                 f"{'each' if all(k.get('lost_at_most_since_checkpoint') for k in r['kills']) else 'NOT each'} "
+                 f"at most since the checkpoint), {r['actor_kills']} actor ({r['actor_restarts']} restarts), "
+                 f"one actor stopped {r['actor_sigstopped_s']:g} s")
+        rows.append([label, f"{r['minutes']:g} min, `{r['config']}`, {r['actors']} × {r['envs_per_actor']}",
+                     network, kills, f"{r['streams_lost']} lost, {r['idle_streams_closed']} closed as idle",
+                     f"{r['frames_trained']:,}", _resource(r, "rss_mb", " MB"), _resource(r, "fds"),
+                     _resource(r, "threads"),
+                     "not sampled" if not r.get("resources") else "yes" if r["resources"]["flat"] else "no",
+                     "yes" if r["readable_checkpoint"] else "no"])
+        for c in r.get("partitions", []):
+            cuts.append([f"`{e['label']}`", "the learner's" if c["host"] == "learner" else f"{c['host']}'s",
+                         f"{c['at_s'] / 60:.1f} min", f"{c['cut_for_s']:g} s", str(c["connected_before"]),
+                         "never" if c["dropped_after_s"] is None else f"{c['dropped_after_s']:g} s",
+                         "the soak ended first" if c.get("cut_short_by_the_end")
+                         else "not within the next cut's interval" if c["back_after_s"] is None
+                         else f"{c['back_after_s']:g} s"])
+    lines = table(["soak", "length, config, actors × envs", "network", "kills", "streams", "frames trained",
+                   "learner memory", "open descriptors", "threads", "flat (growth within 10 %)",
+                   "final checkpoint loads"], rows)
+    if cuts:
+        lines += ["", "*Each link cut of a network soak: whose link, when, for how long, the learner's actor "
+                  "streams before it, when the learner had dropped the cut ones (all of them for its own "
+                  "link), and how long after the link returned it had as many again.*", ""]
+        lines += table(["soak", "link cut", "at", "for", "streams before", "dropped after", "all back after"], cuts)
+    return lines
+
+
 TABLES: dict[str, Callable[[Context], list[str]]] = {
     "headline": headline, "support": support, "vtrace": vtrace, "ppo": ppo, "sac": sac, "r2d2": r2d2,
     "replay_mixes_pong": replay_mixes_pong, "replay_mixes_breakout": replay_mixes_breakout, "gpu": gpu, "speed": speed,
-    "atari5": atari5,
+    "atari5": atari5, "soaks": soaks,
 }
 
 

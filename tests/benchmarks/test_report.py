@@ -170,3 +170,35 @@ def test_the_atari5_table_says_when_nothing_is_published(tmp_path):
     (tmp_path / "README.md").write_text("<!-- generated:atari5 -->\n<!-- /generated:atari5 -->\n")
     report.render(str(tmp_path))
     assert "No Atari-5 suite has been published yet" in (tmp_path / "README.md").read_text()
+
+
+def test_the_soaks_table_renders_a_chaos_record_with_its_link_cuts_and_resource_growth(tmp_path):
+    record = {"benchmark": "chaos", "config": "atari_vtrace.gin", "minutes": 60.0, "actors": 4, "envs_per_actor": 4,
+              "network_faults": True, "actor_hosts": 2, "loss_percent": 2.0, "packets_dropped": 1234,
+              "partitions": [{"host": "actor1", "at_s": 300.0, "cut_for_s": 60.0, "connected_before": 4,
+                              "dropped_after_s": 38.5, "back_after_s": 3.0},
+                             {"host": "learner", "at_s": 660.0, "cut_for_s": 60.0, "connected_before": 4,
+                              "dropped_after_s": None, "back_after_s": None, "cut_short_by_the_end": True}],
+              "actor_kills": 300, "learner_kills": 2, "learner_restarts": 2, "actor_restarts": 300,
+              "actor_sigstopped_s": 30.0, "streams_lost": 290, "idle_streams_closed": 1, "frames_trained": 3_000_000,
+              "kills": [{"frames_lost": 5120, "lost_at_most_since_checkpoint": True},
+                        {"frames_lost": 0, "lost_at_most_since_checkpoint": False}],
+              "readable_checkpoint": True,
+              "resources": {"samples": 50, "processes_with_growth": 2, "flat": True,
+                            "rss_mb": {"min": 900.0, "median": 950.5, "max": 990.0, "spread": 0.095, "growth": 0.021},
+                            "fds": {"min": 20, "median": 24, "max": 28, "spread": 0.333, "growth": -0.04},
+                            "threads": {"min": 30, "median": 31, "max": 33, "spread": 0.097, "growth": 0.0}}}
+    (tmp_path / "benchmarks" / "results").mkdir(parents=True)
+    (tmp_path / "benchmarks" / "results" / "soak.json").write_text(json.dumps(record) + "\n")
+    (tmp_path / report.MANIFEST).write_text(json.dumps({"results": [
+        {"label": "soak_hour", "kind": "faults", "files": ["benchmarks/results/soak.json"]}]}))
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "reliability.md").write_text("<!-- generated:soaks -->\n<!-- /generated:soaks -->\n")
+    report.render(str(tmp_path))
+    text = (tmp_path / "docs" / "reliability.md").read_text()
+    assert "| `soak_hour` (`benchmarks/results/soak.json`) |" in text
+    assert "2 actor hosts, 2 % loss each way on one (1,234 packets dropped), 2 link cuts" in text
+    assert "frames lost 5,120, 0; NOT each at most since the checkpoint" in text
+    assert "900-990 MB (median 950.5), growth +2.1%" in text and "20-28 (median 24), growth -4.0%" in text
+    assert "| `soak_hour` | actor1's | 5.0 min | 60 s | 4 | 38.5 s | 3 s |" in text
+    assert "| `soak_hour` | the learner's | 11.0 min | 60 s | 4 | never | the soak ended first |" in text
