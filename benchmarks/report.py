@@ -367,7 +367,7 @@ def runs_table(ctx: Context, entries: list[dict], env: str) -> list[str]:
         at = [fmt_spread([at_mark(r, m) for _, r in runs], e) for m in marks]
         crossings = [first_crossing(r, target_return(e)) for _, r in runs]
         rows.append([f"`{e['label']}`", e["title"], e["status"], ", ".join(str(s) for s, _ in runs)] + at
-                    + [f"{fmt_target(e)}: {fmt_crossings(crossings)}",
+                    + [f"{fmt_target(e)}: {fmt_crossings(crossings)}" if target_return(e) is not None else "-",
                        fmt_reached([r[-1][0] if r else 0 for _, r in runs]),
                        f"[curve]({ctx.plot(e['label'], [e])})"])
     return table(["label", "what", "status", "seeds"] + [f"at {fmt_budget(m)}" for m in marks]
