@@ -45,7 +45,7 @@ sys.path.insert(0, REPO)
 import atari5 as atari5_scores  # noqa: E402  (benchmarks/)
 from learning import THRESHOLDS, copy_out, read_segments, return_at, summarize, training_seconds, write_csv  # noqa: E402
 
-from seed.plot import curve, draw, read_episodes  # noqa: E402
+from seed.plot import band, curve, draw, read_episodes  # noqa: E402
 
 MANIFEST = "benchmarks/results/manifest.json"
 LEARNING_DIR = "benchmarks/results/learning"
@@ -561,9 +561,81 @@ ATARI5_REFERENCES = (("PPO, 16 envs (SLM-Lab, sticky actions)", 30), ("Dopamine 
                      ("Dopamine Rainbow (sticky actions)", 43), ("Dopamine IQN (sticky actions)", 68))
 
 
+def _suite_score_curve(games: dict[str, list[tuple[int, tuple]]], step: int = 100_000) -> list[tuple[int, float]]:
+    """The Atari-5 score of the seeds' mean returns, every `step` frames per game, over the frames
+    every run of every game reached."""
+    runs = [rows for game_runs in games.values() for _, rows in game_runs]
+    if not runs or not all(runs):
+        return []
+    points = []
+    for frames in range(step, min(rows[-1][0] for rows in runs) + 1, step):
+        means = {}
+        for game, game_runs in games.items():
+            values = [return_at(rows, frames) for _, rows in game_runs]
+            if None in values:
+                break
+            means[game] = statistics.fmean(values)
+        else:
+            points.append((frames, atari5_scores.atari5_score(means)))
+    return points
+
+
+def _to_goal(runs: list[tuple[int, tuple]], threshold: float) -> str:
+    """Frames and training time to `threshold`, the median over the seeds that passed it."""
+    passed = [(s["frames_to_threshold"], s["wall_s_to_threshold"]) for s in
+              (summarize(list(rows), threshold, WINDOW) for _, rows in runs if rows)
+              if s["frames_to_threshold"] is not None]
+    if not passed:
+        return "never"
+    seconds = [t for _, t in passed if t is not None]
+    text = f"{fmt_frames(statistics.median(f for f, _ in passed))}, " \
+        f"{fmt_duration(statistics.median(seconds) if seconds else None)}"
+    return text + (f" ({len(passed)} of {len(runs)} seeds)" if len(passed) < len(runs) else "")
+
+
+def _draw_suite(out: str, name: str, games: dict[str, list[tuple[int, tuple]]],
+                score: list[tuple[int, float]]) -> None:
+    """One panel per game (the seeds' mean and min-max band, the game's goal level dashed) and one of
+    the Atari-5 score with the published scores at 10M frames drawn in."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, 3, figsize=(12, 7))
+    for ax, game in zip(axes.flat, atari5_scores.GAMES):
+        curves = [([r[0] / 1e6 for r in rows], [r[2] for r in rows]) for _, rows in games.get(game, []) if rows]
+        if len(curves) == 1:
+            ax.plot(*curves[0], linewidth=1.2)
+        elif curves:
+            grid, mean, low, high = band(curves)
+            line, = ax.plot(grid, mean, linewidth=1.5, label=f"mean of {len(curves)} seeds")
+            ax.fill_between(grid, low, high, color=line.get_color(), alpha=0.2)
+            ax.legend(fontsize=7)
+        ax.axhline(atari5_scores.goal_return(game), color="black", linewidth=0.6, linestyle="--")
+        ax.set_title(game, fontsize=10)
+        ax.grid(alpha=0.3)
+    ax = axes.flat[-1]
+    if score:
+        ax.plot([f / 1e6 for f, _ in score], [v for _, v in score], linewidth=1.5, label=f"suite {name}")
+    for (who, value), marker in zip(ATARI5_REFERENCES, "osD^v"):
+        ax.plot([10], [value], linestyle="", marker=marker, color="gray", label=f"{who}: {value:g}")
+    ax.axhline(atari5_scores.GOAL, color="black", linewidth=0.6, linestyle="--")
+    ax.set_title("Atari-5 score (published scores at 10M)", fontsize=10)
+    ax.legend(fontsize=6, loc="upper left")
+    ax.grid(alpha=0.3)
+    for ax in axes[-1]:
+        ax.set_xlabel("env frames (millions, frame skip 4)")
+    fig.suptitle(f"Atari-5 suite {name}: mean return over the last {WINDOW} episodes; dashed: each game's "
+                 f"goal level, and the goal {atari5_scores.GOAL:g}", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(out, dpi=90)
+    plt.close(fig)
+
+
 def atari5(ctx: Context) -> list[str]:
     """Per suite (the entries' `suite`), each Atari-5 game's mean return over its seeds at 2.5M, 5M and
-    10M frames, its human-normalised score at 10M, and the Atari-5 score at each mark."""
+    10M frames, its human-normalised score at 10M, the frames and training minutes to its share of the
+    goal, the Atari-5 score at each mark and when it first reached the goal, and a grid of curves."""
     suites: dict[str, dict[str, dict]] = {}
     for e in learning_entries(ctx.manifest):
         if e.get("suite") and e.get("game") in atari5_scores.GAMES:
@@ -572,19 +644,22 @@ def atari5(ctx: Context) -> list[str]:
         return ["*No Atari-5 suite has been published yet (`benchmarks/learning.py --suite atari5`, then "
                 "`report.py publish --suite NAME`).*"]
     marks = MARKS["atari"]
+    even = atari5_scores.even_hns()
     lines = []
     for name, games in sorted(suites.items()):
+        game_runs = {game: runs_of(e, ctx.root) for game, e in games.items()}
         means = {}
         rows = []
         for game in atari5_scores.GAMES:
-            e = games.get(game)
-            runs = runs_of(e, ctx.root) if e else []
+            runs = game_runs.get(game, [])
             at = [[at_mark(r, m) for _, r in runs] for m in marks]
             means[game] = [statistics.fmean(v) if v and None not in v else None for v in at]
             hns = means[game][-1]
+            goal = atari5_scores.goal_return(game)
             rows.append([game, ", ".join(str(s) for s, _ in runs) or "-"]
                         + [f"{m:,.1f}" if m is not None else "-" for m in means[game]]
                         + [f"{atari5_scores.human_normalized(game, hns):.1f} %" if hns is not None else "-",
+                           f"{goal:,.1f}: {_to_goal(runs, goal) if runs else '-'}",
                            f"{atari5_scores.RANDOM[game]:g} / {atari5_scores.HUMAN[game]:g}",
                            f"{atari5_scores.WEIGHTS[game]:g}"])
         scores = []
@@ -592,18 +667,36 @@ def atari5(ctx: Context) -> list[str]:
             complete = all(means[g][i] is not None for g in atari5_scores.GAMES)
             scores.append(f"**{atari5_scores.atari5_score({g: means[g][i] for g in atari5_scores.GAMES}):.1f}**"
                           if complete else "-")
-        rows.append(["**Atari-5 score**", ""] + scores + ["", "", ""])
+        score = _suite_score_curve(game_runs) if set(game_runs) == set(atari5_scores.GAMES) else []
+        reached = next((f for f, v in score if v >= atari5_scores.GOAL), None)
+        if reached is not None:
+            per_game = [[next(row[1] for row in r if row[0] >= reached) for _, r in runs]
+                        for runs in game_runs.values()]
+            seconds = sum(statistics.median(ts) for ts in per_game) if all(None not in ts for ts in per_game) \
+                else None
+            to_goal = f"**{fmt_frames(reached)}, {fmt_duration(seconds)}** (training time summed over the games)"
+        else:
+            to_goal = f"never, in {fmt_frames(score[-1][0])} per game" if score else "-"
+        rows.append(["**Atari-5 score**", ""] + scores + ["", f"{atari5_scores.GOAL:g}: {to_goal}", "", ""])
         if lines:
             lines.append("")
         lines.append(f"*Suite `{name}`: mean return over the last {WINDOW} episodes at "
                      f"{' / '.join(fmt_budget(m) for m in marks)} env frames, mean over seeds; the Atari-5 score "
-                     "is 10^(sum of weight x log10(1 + max(HNS, 0))) - 1 (benchmarks/atari5.py).*")
+                     "is 10^(sum of weight x log10(1 + max(HNS, 0))) - 1 (benchmarks/atari5.py). A game's goal "
+                     f"level is its return at {even:.1f} % human-normalised, the level that on all five games "
+                     f"gives the goal's Atari-5 score of {atari5_scores.GOAL:g}; the time to it is the run's own "
+                     "training time on its host.*")
         lines.append("")
         lines += table(["game", "seeds"] + [f"at {fmt_budget(m)}" for m in marks]
-                       + ["human-normalised at 10M", "random / human", "weight"], rows)
+                       + ["human-normalised at 10M", "goal level: first passed at (frames, training time)",
+                          "random / human", "weight"], rows)
+        path = f"{PLOTS_DIR}/atari5_{name}.png"
+        ctx.plots[path] = functools.partial(_draw_suite, name=name, games=game_runs, score=score)
+        lines += ["", f"[The suite's curves, a panel per game and the Atari-5 score]({ctx.link(path)})"]
     lines.append("")
     lines.append("*Published Atari-5 scores at 10M frames: " + "; ".join(f"{who} {score:g}"
-                                                                         for who, score in ATARI5_REFERENCES) + ".*")
+                                                                         for who, score in ATARI5_REFERENCES)
+                 + "; CleanRL PPO at 40M frames (no sticky actions) 76.6.*")
     return lines
 
 

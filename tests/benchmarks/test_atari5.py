@@ -35,3 +35,11 @@ def test_a_hand_computed_mixed_result():
 def test_a_missing_game_is_named():
     with pytest.raises(ValueError, match="missing Phoenix, Qbert"):
         atari5.atari5_score({"BattleZone": 0, "DoubleDunk": 0, "NameThisGame": 0})
+
+
+def test_each_games_goal_return_gives_the_goal_score_when_all_five_reach_it():
+    # (1 + h) ** 0.96531 = 71 -> h = 71 ** (1 / 0.96531) - 1 = 81.75 % on every game.
+    assert atari5.even_hns(70.0) == pytest.approx(71 ** (1 / 0.96531) - 1, rel=1e-9)
+    assert atari5.even_hns(70.0) == pytest.approx(81.75, abs=0.01)
+    assert atari5.goal_return("DoubleDunk") == pytest.approx(-18.6 + 0.81753 * 2.2, abs=1e-3)
+    assert atari5.atari5_score({g: atari5.goal_return(g) for g in atari5.GAMES}) == pytest.approx(70.0)

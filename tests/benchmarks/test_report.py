@@ -157,11 +157,40 @@ def test_the_atari5_table_scores_a_published_suite_by_hand_computed_values(tmp_p
     (root / "docs" / "atari5.md").write_text("<!-- generated:atari5 -->\n<!-- /generated:atari5 -->\n")
     report.render(str(root))
     text = (root / "docs" / "atari5.md").read_text()
-    assert "| BattleZone | 1 | 37,187.5 | 37,187.5 | 37,187.5 | 100.0 % | 2360 / 37187.5 | 0.38198 |" in text
-    assert "| DoubleDunk | 1 | -18.6 | -18.6 | -18.6 | 0.0 % | -18.6 / -16.4 | 0.06791 |" in text
-    # 10 ** (0.38198 * log10(101)) - 1 = 101 ** 0.38198 - 1 = 4.83 at every mark.
-    assert "| **Atari-5 score** |  | **4.8** | **4.8** | **4.8** |" in text
+    # BattleZone's goal level, 81.75 % of the way from random to human, is 30,832.7; its 100-episode
+    # mean first counts at the 100th episode (10M frames), 99 + 5 s into training (2 min).
+    assert "| BattleZone | 1 | 37,187.5 | 37,187.5 | 37,187.5 | 100.0 % | 30,832.7: 10.00M, 2 min | " \
+        "2360 / 37187.5 | 0.38198 |" in text
+    assert "| DoubleDunk | 1 | -18.6 | -18.6 | -18.6 | 0.0 % | -16.8: never | -18.6 / -16.4 | 0.06791 |" in text
+    # 10 ** (0.38198 * log10(101)) - 1 = 101 ** 0.38198 - 1 = 4.83 at every mark; never 70.
+    assert "| **Atari-5 score** |  | **4.8** | **4.8** | **4.8** |  | 70: never, in 10.00M per game |  |  |" in text
     assert "Dopamine IQN (sticky actions) 68" in text
+    assert "[The suite's curves, a panel per game and the Atari-5 score](img/results/atari5_a5.png)" in text
+
+
+def test_the_atari5_table_times_a_suite_to_the_goal_and_draws_its_grid(tmp_path):
+    import atari5
+    root = tmp_path
+    (root / "benchmarks" / "results").mkdir(parents=True)
+    (root / report.MANIFEST).write_text(json.dumps({"results": []}))
+    # Every game: 100 episodes at random play, then 100 at the human score, 50k frames each. The
+    # 100-episode mean passes the goal level (81.75 % HNS) once 82 of the last 100 are human: the 182nd
+    # episode, 9.10M frames, 181 + 5 s into training. All five at that level give the Atari-5 score 70,
+    # so the suite reaches it at 9.10M frames per game, 5 x 186 s = 15.5 min summed.
+    for game in atari5.GAMES:
+        run = tmp_path / "runs" / f"b5_{game}_seed1"
+        run.parent.mkdir(exist_ok=True)
+        _fake_run(run, 1, 50_000, [atari5.RANDOM[game]] * 100 + [atari5.HUMAN[game]] * 100)
+        report.publish([str(run)], f"b5_{game}", str(root), agent="vtrace", env="atari", game=game, suite="b5",
+                       frames=10_000_000, host="test host")
+    plots = {}
+    text = report.render_text("<!-- generated:atari5 -->\n<!-- /generated:atari5 -->\n", "docs/atari5.md",
+                              str(root), report.load_manifest(str(root)), plots)
+    plots = report.draw_plots(plots, str(root))
+    assert "| Qbert | 1 | 163.9 | 163.9 | 13,455.0 | 100.0 % | 11,029.8: 9.10M, 3 min |" in text
+    assert "| 70: **9.10M, 16 min** (training time summed over the games) |" in text
+    assert "docs/img/results/atari5_b5.png" in plots
+    assert (root / "docs" / "img" / "results" / "atari5_b5.png").stat().st_size > 10_000
 
 
 def test_the_atari5_table_says_when_nothing_is_published(tmp_path):
