@@ -45,7 +45,7 @@ sys.path.insert(0, REPO)
 import atari5 as atari5_scores  # noqa: E402  (benchmarks/)
 from learning import THRESHOLDS, copy_out, read_segments, return_at, summarize, training_seconds, write_csv  # noqa: E402
 
-from seed.plot import band, curve, draw, read_episodes  # noqa: E402
+from seed.plot import curve, draw, plot_runs, read_episodes  # noqa: E402
 
 MANIFEST = "benchmarks/results/manifest.json"
 LEARNING_DIR = "benchmarks/results/learning"
@@ -603,13 +603,7 @@ def _draw_suite(out: str, name: str, games: dict[str, list[tuple[int, tuple]]],
 
     fig, axes = plt.subplots(2, 3, figsize=(12, 7))
     for ax, game in zip(axes.flat, atari5_scores.GAMES):
-        curves = [([r[0] / 1e6 for r in rows], [r[2] for r in rows]) for _, rows in games.get(game, []) if rows]
-        if len(curves) == 1:
-            ax.plot(*curves[0], linewidth=1.2)
-        elif curves:
-            grid, mean, low, high = band(curves)
-            line, = ax.plot(grid, mean, linewidth=1.5, label=f"mean of {len(curves)} seeds")
-            ax.fill_between(grid, low, high, color=line.get_color(), alpha=0.2)
+        if plot_runs(ax, [rows for _, rows in games.get(game, [])]) and len(games[game]) > 1:
             ax.legend(fontsize=7)
         ax.axhline(atari5_scores.goal_return(game), color="black", linewidth=0.6, linestyle="--")
         ax.set_title(game, fontsize=10)
@@ -634,8 +628,8 @@ def _draw_suite(out: str, name: str, games: dict[str, list[tuple[int, tuple]]],
 
 def atari5(ctx: Context) -> list[str]:
     """Per suite (the entries' `suite`), each Atari-5 game's mean return over its seeds at 2.5M, 5M and
-    10M frames, its human-normalised score at 10M, the frames and training minutes to its share of the
-    goal, the Atari-5 score at each mark and when it first reached the goal, and a grid of curves."""
+    10M frames, its human-normalised score at 10M, the frames and training minutes to its goal level, the
+    Atari-5 score at each mark and when it first reached the goal, and a grid of curves."""
     suites: dict[str, dict[str, dict]] = {}
     for e in learning_entries(ctx.manifest):
         if e.get("suite") and e.get("game") in atari5_scores.GAMES:

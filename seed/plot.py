@@ -91,6 +91,21 @@ def band(curves, points: int = 200):
     return grid, values.mean(axis=0), values.min(axis=0), values.max(axis=0)
 
 
+def plot_runs(ax, runs: Sequence[Sequence[Row]], x: str = "frames", label: str | None = None):
+    """Draws one run as a line, or several as their mean and min-max band, on a matplotlib axis;
+    returns the line drawn (x values, y values), None where no run has rows."""
+    curves = [c for c in (_xy(rows, x) for rows in runs if rows) if c[0]]
+    if not curves:
+        return None
+    if len(curves) == 1:
+        ax.plot(*curves[0], label=label, linewidth=1.2)
+        return curves[0]
+    grid, mean, low, high = band(curves)
+    line, = ax.plot(grid, mean, label=f"{label or 'seeds'} (mean of {len(curves)})", linewidth=1.5)
+    ax.fill_between(grid, low, high, color=line.get_color(), alpha=0.2)
+    return list(grid), list(mean)
+
+
 def draw(path: str, groups: dict[str, list[list[Row]]], x: str = "frames", game: str | None = None,
          threshold: float | None = None, title: str | None = None) -> dict[str, tuple]:
     """Writes the plot to `path` (.png or .svg, 880 x 550 pixels as PNG): one line per single-run
@@ -105,18 +120,9 @@ def draw(path: str, groups: dict[str, list[list[Row]]], x: str = "frames", game:
         ax.set_prop_cycle(color=plt.get_cmap("tab20").colors)
     plotted = {}
     for label, runs in groups.items():
-        curves = [_xy(rows, x) for rows in runs if rows]
-        curves = [c for c in curves if c[0]]
-        if not curves:
-            continue
-        if len(curves) == 1:
-            ax.plot(*curves[0], label=label, linewidth=1.2)
-            plotted[label] = curves[0]
-            continue
-        grid, mean, low, high = band(curves)
-        plotted[label] = (list(grid), list(mean))
-        line, = ax.plot(grid, mean, label=f"{label} (mean of {len(curves)})", linewidth=1.5)
-        ax.fill_between(grid, low, high, color=line.get_color(), alpha=0.2)
+        line = plot_runs(ax, runs, x, label)
+        if line is not None:
+            plotted[label] = line
     if x == "frames":
         for (name, points), marker in zip(REFERENCES.get(game, {}).items(), "osD^v"):
             ax.plot([p[0] / 1e6 for p in points], [p[1] for p in points], linestyle=":", marker=marker,
