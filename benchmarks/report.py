@@ -343,7 +343,9 @@ def support(ctx: Context) -> list[str]:
         tasks.setdefault((agent, env), []).append(os.path.basename(path)[:-4])
     agents = list(AGENTS) + sorted({a for a, _ in configs} - set(AGENTS))
     envs = list(ENVS) + sorted({v for _, v in configs} - set(ENVS))
-    defaults = [e for e in learning_entries(ctx.manifest) if e.get("status") == "default"]
+    entries = learning_entries(ctx.manifest)
+    defaults = [e for e in entries if e.get("status") == "default"]
+    probes = [e for e in entries if e.get("status") == "probe"]
     rows = []
     for agent in agents:
         for env in envs:
@@ -352,10 +354,13 @@ def support(ctx: Context) -> list[str]:
             if tasks.get((agent, env)):
                 works += "; task configs: " + ", ".join(tasks[(agent, env)])
             tuned = _sorted([e for e in defaults if (e["agent"], e["env"]) == (agent, env)])
+            # Where nothing is tuned yet, the probes' curves say how far a config got.
+            drawn = tuned or _sorted([e for e in probes if (e["agent"], e["env"]) == (agent, env)])
             rows.append([AGENTS.get(agent, agent), ENVS.get(env, env), works,
                          ", ".join(f"{e['game']} ({len(e['seeds'])} seeds)" if len(e["seeds"]) > 1 else e["game"]
                                    for e in tuned) or "no",
-                         ", ".join(f"[{e['game']}]({ctx.plot(e['label'], [e])})" for e in tuned) or "-"])
+                         ", ".join(f"[{e['game']}{'' if tuned else ' (probe)'}]({ctx.plot(e['label'], [e])})"
+                                   for e in drawn) or "-"])
     return table(["agent", "env", "works (a config)", "tuned (a default result)", "curve"], rows)
 
 

@@ -139,6 +139,28 @@ def test_render_replaces_only_block_contents_and_check_names_a_stale_block(tmp_p
         report.render(str(root))
 
 
+def test_support_draws_probe_curves_only_where_no_default_is_published(tmp_path):
+    root = tmp_path / "tree"
+    (root / "benchmarks" / "results").mkdir(parents=True)
+    (root / report.MANIFEST).write_text(json.dumps({"results": []}))
+    (root / "seed" / "configs").mkdir(parents=True)
+    (root / "seed" / "configs" / "classic_vtrace.gin").write_text("")
+    (root / "README.md").write_text("<!-- generated:support -->\n<!-- /generated:support -->\n")
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    _fake_run(runs / "probe_seed1", 1, 500, [10.0] * 120)
+    report.publish([str(runs / "probe_seed1")], "cart_probe", str(root), status="probe", host="test host")
+    report.render(str(root))
+    row = "| V-trace | classic control | `classic_vtrace.gin` | no | [CartPole-v1 (probe)]("
+    assert row in (root / "README.md").read_text()
+    _fake_run(runs / "default_seed1", 1, 500, [200.0] * 120)
+    report.publish([str(runs / "default_seed1")], "cart_default", str(root), status="default", host="test host")
+    report.render(str(root))
+    text = (root / "README.md").read_text()
+    assert "| V-trace | classic control | `classic_vtrace.gin` | CartPole-v1 | [CartPole-v1](" in text
+    assert "(probe)" not in text
+
+
 def test_the_atari5_table_scores_a_published_suite_by_hand_computed_values(tmp_path):
     import atari5
     root = tmp_path
