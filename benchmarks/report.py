@@ -932,7 +932,8 @@ def operative_config(run_dir: str) -> dict[str, str]:
     # Runs saved before the learner's settings groups bound run_learner.agent and run_learner.seed.
     found = {"agent": value(r"^(?:training|run_learner)\.agent = @(\w+)Agent$"),
              "env": value(r"^create_envs\.factory = @create_(\w+)_envs$"),
-             "game": value(r"^create_\w+_envs\.(?:game|task) = (.+)$"),
+             # Each family names its game by its own word: Football's scenario, DMLab's level, gym's env_id.
+             "game": value(r"^create_\w+_envs\.(?:game|task|scenario|level|env_id) = (.+)$"),
              "seed": value(r"^(?:training|run_learner)\.seed = (\d+)$")}
     if found["agent"]:
         found["agent"] = found["agent"].lower()

@@ -253,3 +253,18 @@ def test_the_soaks_table_renders_a_chaos_record_with_its_link_cuts_and_resource_
     assert "900-990 MB (median 950.5), growth +2.1%" in text and "20-28 (median 24), growth -4.0%" in text
     assert "| `soak_hour` | actor1's | 5.0 min | 60 s | 4 | 38.5 s | 3 s |" in text
     assert "| `soak_hour` | the learner's | 11.0 min | 60 s | 4 | never | the soak ended first |" in text
+
+
+def test_operative_config_names_the_game_by_each_familys_word(tmp_path):
+    """Football names its game a scenario, DMLab a level, gym an env_id: publish reads each."""
+    for factory, line, game in (("football", "create_football_envs.scenario = 'academy_3_vs_1_with_keeper'",
+                                 "academy_3_vs_1_with_keeper"),
+                                ("dmlab", "create_dmlab_envs.level = %GAME", "explore_goal_locations_small"),
+                                ("gym", "create_gym_envs.env_id = 'CartPole-v1'", "CartPole-v1")):
+        run = tmp_path / factory
+        run.mkdir()
+        (run / "learner_operative_config.gin").write_text(
+            f"GAME = 'explore_goal_locations_small'\ncreate_envs.factory = @create_{factory}_envs\n{line}\n"
+            "training.agent = @VTraceAgent\n")
+        assert report.operative_config(str(run))["game"] == game
+        assert report.operative_config(str(run))["env"] == factory
