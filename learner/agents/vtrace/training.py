@@ -33,7 +33,8 @@ class VTraceLoss:
     def __init__(self, discount: float = 0.99, lambda_: float = 1.0, clip_rho_threshold: float = 1.0,
                  clip_c_threshold: float = 1.0, clip_pg_rho_threshold: float = 1.0,
                  baseline_cost: float = 0.5, entropy_cost: float = 0.01, normalize_advantages: bool = False,
-                 clip_epsilon: float = 0.0, policy_cloning_cost: float = 0.0, value_cloning_cost: float = 0.0,
+                 center_advantages: bool = False, clip_epsilon: float = 0.0, policy_cloning_cost: float = 0.0,
+                 value_cloning_cost: float = 0.0,
                  sources: tuple[str, ...] = ("queue",)):
         """The loss's coefficients; rho = pi/mu is the ratio of the learner's policy to the one that acted.
 
@@ -52,6 +53,13 @@ class VTraceLoss:
                 the batch's valid steps, as PPO does (False; True in atari_vtrace.gin), so the policy term's
                 scale no longer follows the reward scale and `entropy_cost` weighs against a term of size ~1.
                 Under a distribution strategy each replica normalises by its own share's deviation.
+            `center_advantages`: with `normalize_advantages`, also subtract the advantages' mean over the
+                batch's valid steps first, as PPO's standardisation does (False). Scale alone keeps the
+                gradient unbiased, but where rewards are rare a batch's advantages are mostly the value's
+                small bias, and dividing by their small deviation turns that bias into a policy term of
+                size ~1 pushing every sampled action the same way (the default's policy loss averaged +1.4
+                from 2M to 5M frames on BattleZone); centring removes that shared push. A lever of the
+                Atari-5 search, not measured yet.
             `clip_epsilon`: above 0, PPO's clipped surrogate on the V-trace advantages replaces IMPALA's
                 policy gradient (as APPO does): rho weighs each step and is clipped to 1 +- epsilon, so
                 several epochs over one batch (`VTraceAgent.epochs`) cannot push the policy far from the one
@@ -82,6 +90,7 @@ class VTraceLoss:
         self.baseline_cost = baseline_cost
         self.entropy_cost = entropy_cost
         self.normalize_advantages = normalize_advantages
+        self.center_advantages = center_advantages
         self.clip_epsilon = clip_epsilon
         self.policy_cloning_cost = policy_cloning_cost
         self.value_cloning_cost = value_cloning_cost
@@ -111,7 +120,7 @@ class VTraceLoss:
             self.clip_rho_threshold, self.clip_c_threshold, self.clip_pg_rho_threshold, self.lambda_)
         advantages = returns.advantages if self.clip_epsilon else returns.pg_advantages
         if self.normalize_advantages:
-            advantages = normalize_advantages(advantages, valid, center=False)
+            advantages = normalize_advantages(advantages, valid, center=self.center_advantages)
         if self.clip_epsilon:
             pg_loss = vtrace.clipped_surrogate_loss(log_rhos, advantages, weighted, self.clip_epsilon)
         else:

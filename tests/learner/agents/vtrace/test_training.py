@@ -364,3 +364,23 @@ def test_minibatch_loop_in_graph_is_refused_with_several_replicas():
     with pytest.raises(ValueError, match="minibatch_loop_in_graph works on one device only"):
         VTraceTrainer(ActorCriticNetwork(2, (4, 1), "float32", torso="mlp"), create_optimizer(10),
                       strategy=TwoReplicas(), minibatch_loop_in_graph=True)
+
+
+def test_centred_advantages_remove_the_shared_push_on_sampled_actions():
+    """Acting with the learner's own policy (rho = 1), the clipped surrogate is minus the mean of the
+    normalised advantages: centred it is zero, scaled only it is their mean over their deviation."""
+    import tensorflow as tf
+
+    from learner.agents.vtrace.training import VTraceLoss
+    from learner.networks import EnvOutput
+    rng = np.random.default_rng(3)
+    agent = ActorCriticNetwork(3, (4, 1), "float32", torso="mlp")
+    unrolls = {k: tf.constant(v) for k, v in random_unrolls(rng, 4, 6, (4, 1), "float32", 3, agent.state_size).items()}
+    outputs, _ = agent.unroll(unrolls["prev_action"], EnvOutput(unrolls["reward"], unrolls["first"],
+                                                                unrolls["observation"]), unrolls["core_state"][0])
+    on_policy = {**unrolls, "behaviour_logits": outputs.policy_logits,
+                 "reward": unrolls["reward"] + 3.0}  # a shared offset the values have not learnt
+    centred = VTraceLoss(normalize_advantages=True, center_advantages=True, clip_epsilon=0.1)(agent, on_policy)
+    scaled = VTraceLoss(normalize_advantages=True, clip_epsilon=0.1)(agent, on_policy)
+    assert abs(centred[1]["loss/policy"].numpy()) < 1e-5
+    assert scaled[1]["loss/policy"].numpy() < -0.5  # advantages mostly positive: a push of size ~1
