@@ -600,8 +600,8 @@ def _to_goal(runs: list[tuple[int, tuple]], threshold: float) -> str:
 
 def _draw_suite(out: str, name: str, games: dict[str, list[tuple[int, tuple]]],
                 score: list[tuple[int, float]]) -> None:
-    """One panel per game (the seeds' mean and min-max band, the game's goal level dashed) and one of
-    the Atari-5 score with the published scores at 10M frames drawn in."""
+    """One panel per game (the seeds' mean and min-max band, the game's goal level dashed, its random
+    score dotted: the issue's floor) and one of the Atari-5 score with the published scores at 10M frames drawn in."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -611,6 +611,7 @@ def _draw_suite(out: str, name: str, games: dict[str, list[tuple[int, tuple]]],
         if plot_runs(ax, [rows for _, rows in games.get(game, [])]) and len(games[game]) > 1:
             ax.legend(fontsize=7)
         ax.axhline(atari5_scores.goal_return(game), color="black", linewidth=0.6, linestyle="--")
+        ax.axhline(atari5_scores.RANDOM[game], color="gray", linewidth=0.6, linestyle=":")
         ax.set_title(game, fontsize=10)
         ax.grid(alpha=0.3)
     ax = axes.flat[-1]
@@ -625,7 +626,7 @@ def _draw_suite(out: str, name: str, games: dict[str, list[tuple[int, tuple]]],
     for ax in axes[-1]:
         ax.set_xlabel("env frames (millions, frame skip 4)")
     fig.suptitle(f"Atari-5 suite {name}: mean return over the last {WINDOW} episodes; dashed: each game's "
-                 f"goal level, and the goal {atari5_scores.GOAL:g}", fontsize=10)
+                 f"goal level, and the goal {atari5_scores.GOAL:g}; dotted: random play", fontsize=10)
     fig.tight_layout()
     fig.savefig(out, dpi=90)
     plt.close(fig)
