@@ -632,6 +632,21 @@ def _draw_suite(out: str, name: str, games: dict[str, list[tuple[int, tuple]]],
     plt.close(fig)
 
 
+def sticky_actions(e: dict, root: str = REPO) -> float | None:
+    """The probability of repeating the previous action that an entry's runs played with: its
+    bindings' `repeat_action_probability`, else its gin file's; None where neither says."""
+    pattern = r"repeat_action_probability\s*=\s*([0-9.]+)"
+    for binding in reversed(e.get("bindings") or []):
+        if match := re.search(pattern, binding):
+            return float(match.group(1))
+    try:
+        with open(os.path.join(root, e.get("config") or "")) as f:
+            match = re.search(r"^\s*create_atari_envs\." + pattern, f.read(), re.MULTILINE)
+    except OSError:
+        return None
+    return float(match.group(1)) if match else None
+
+
 def atari5(ctx: Context) -> list[str]:
     """Per suite (the entries' `suite`), each Atari-5 game's mean return over its seeds at 2.5M, 5M and
     10M frames, its human-normalised score at 10M, the frames and training minutes to its goal level, the
@@ -680,7 +695,10 @@ def atari5(ctx: Context) -> list[str]:
         rows.append(["**Atari-5 score**", ""] + scores + ["", f"{atari5_scores.GOAL:g}: {to_goal}", "", ""])
         if lines:
             lines.append("")
-        lines.append(f"*Suite `{name}`: mean return over the last {WINDOW} episodes at "
+        sticky = {sticky_actions(e, ctx.root) for e in games.values()}
+        protocol = ("no sticky actions" if sticky == {0.0} else f"sticky actions {sticky.pop():g}"
+                    if len(sticky) == 1 and None not in sticky else "sticky actions: mixed or unknown")
+        lines.append(f"*Suite `{name}` ({protocol}): mean return over the last {WINDOW} episodes at "
                      f"{' / '.join(fmt_budget(m) for m in marks)} env frames, mean over seeds; the Atari-5 score "
                      "is 10^(sum of weight x log10(1 + max(HNS, 0))) - 1 (benchmarks/atari5.py). A game's goal "
                      f"level is its return at {even:.1f} % human-normalised, the level that on all five games "
