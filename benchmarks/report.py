@@ -647,6 +647,16 @@ def sticky_actions(e: dict, root: str = REPO) -> float | None:
     return float(match.group(1)) if match else None
 
 
+def suite_config(entries) -> str:
+    """What a suite's games trained with, for its caption: the gin file and any bindings beyond it, so
+    that suites of a search say which lever each one is."""
+    configs = {(os.path.basename(e.get("config") or "?"), tuple(e.get("bindings") or [])) for e in entries}
+    if len(configs) > 1:
+        return "the games' configs differ: see their manifest entries"
+    config, bindings = configs.pop()
+    return f"`{config}` " + ("with " + ", ".join(f"`{b}`" for b in bindings) if bindings else "as it stands")
+
+
 def atari5(ctx: Context) -> list[str]:
     """Per suite (the entries' `suite`), each Atari-5 game's mean return over its seeds at 2.5M, 5M and
     10M frames, its human-normalised score at 10M, the frames and training minutes to its goal level, the
@@ -698,7 +708,8 @@ def atari5(ctx: Context) -> list[str]:
         sticky = {sticky_actions(e, ctx.root) for e in games.values()}
         protocol = ("no sticky actions" if sticky == {0.0} else f"sticky actions {sticky.pop():g}"
                     if len(sticky) == 1 and None not in sticky else "sticky actions: mixed or unknown")
-        lines.append(f"*Suite `{name}` ({protocol}): mean return over the last {WINDOW} episodes at "
+        lines.append(f"*Suite `{name}` ({protocol}; {suite_config(games.values())}): mean return over the last "
+                     f"{WINDOW} episodes at "
                      f"{' / '.join(fmt_budget(m) for m in marks)} env frames, mean over seeds; the Atari-5 score "
                      "is 10^(sum of weight x log10(1 + max(HNS, 0))) - 1 (benchmarks/atari5.py). A game's goal "
                      f"level is its return at {even:.1f} % human-normalised, the level that on all five games "

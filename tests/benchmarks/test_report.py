@@ -189,7 +189,7 @@ def test_the_atari5_table_scores_a_published_suite_by_hand_computed_values(tmp_p
     # 10 ** (0.38198 * log10(101)) - 1 = 101 ** 0.38198 - 1 = 4.83 at every mark; never 70.
     assert "| **Atari-5 score** |  | **4.8** | **4.8** | **4.8** |  | 70: never, in 10.00M per game |  |  |" in text
     assert "Dopamine IQN (sticky actions) 68" in text
-    assert "*Suite `a5` (no sticky actions): mean return" in text
+    assert "*Suite `a5` (no sticky actions; `atari_vtrace.gin` as it stands): mean return" in text
     assert "[The suite's curves, a panel per game and the Atari-5 score](img/results/atari5_a5.png)" in text
 
 
@@ -215,7 +215,8 @@ def test_the_atari5_table_times_a_suite_to_the_goal_and_draws_its_grid(tmp_path)
     plots = report.draw_plots(plots, str(root))
     assert "| Qbert | 1 | 163.9 | 163.9 | 13,455.0 | 100.0 % | 11,029.8: 9.10M, 3 min |" in text
     assert "| 70: **9.10M, 16 min** (training time summed over the games) |" in text
-    assert "*Suite `b5` (sticky actions 0.25): mean return" in text
+    assert "*Suite `b5` (sticky actions 0.25; `atari_vtrace.gin` with " \
+        "`create_atari_envs.repeat_action_probability = 0.25`): mean return" in text
     assert "docs/img/results/atari5_b5.png" in plots
     assert (root / "docs" / "img" / "results" / "atari5_b5.png").stat().st_size > 10_000
 
