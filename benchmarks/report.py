@@ -621,6 +621,9 @@ def _draw_suite(out: str, name: str, games: dict[str, list[tuple[int, tuple]]],
         ax.plot([10], [value], linestyle="", marker=marker, color="gray", label=f"{who}: {value:g}")
     ax.axhline(atari5_scores.GOAL, color="black", linewidth=0.6, linestyle="--")
     ax.set_title("Atari-5 score (published scores at 10M)", fontsize=10)
+    # Head room above the goal for the legend, clear of the published points just below it.
+    ax.set_ylim(bottom=0, top=1.45 * max([atari5_scores.GOAL] + [v for _, v in score]))
+    ax.set_xlim(left=0, right=10.5)
     ax.legend(fontsize=6, loc="upper left")
     ax.grid(alpha=0.3)
     for ax in axes[-1]:
