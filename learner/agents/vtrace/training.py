@@ -59,7 +59,10 @@ class VTraceLoss:
                 small bias, and dividing by their small deviation turns that bias into a policy term of
                 size ~1 pushing every sampled action the same way (the default's policy loss averaged +1.4
                 from 2M to 5M frames on BattleZone); centring removes that shared push. A lever of the
-                Atari-5 search, not measured yet.
+                Atari-5 search: one seed each, it took BattleZone from 2,750 to 7,540 at 10M frames and
+                kept DoubleDunk from the default's entropy collapse
+                (benchmarks/experiments/2026-12-07-atari5-doubledunk-and-centred-battlezone.md); not the
+                default until the rest of the suite, Pong and Breakout have run with it.
             `clip_epsilon`: above 0, PPO's clipped surrogate on the V-trace advantages replaces IMPALA's
                 policy gradient (as APPO does): rho weighs each step and is clipped to 1 +- epsilon, so
                 several epochs over one batch (`VTraceAgent.epochs`) cannot push the policy far from the one
