@@ -356,10 +356,13 @@ def support(ctx: Context) -> list[str]:
             tuned = _sorted([e for e in defaults if (e["agent"], e["env"]) == (agent, env)])
             # Where nothing is tuned yet, the probes' curves say how far a config got.
             drawn = tuned or _sorted([e for e in probes if (e["agent"], e["env"]) == (agent, env)])
+            games = [e["game"] for e in drawn]
+            # A game drawn twice (two probes of it) is named by each entry's label instead.
+            name = {e["label"]: e["game"] if games.count(e["game"]) == 1 else e["label"] for e in drawn}
             rows.append([AGENTS.get(agent, agent), ENVS.get(env, env), works,
                          ", ".join(f"{e['game']} ({len(e['seeds'])} seeds)" if len(e["seeds"]) > 1 else e["game"]
                                    for e in tuned) or "no",
-                         ", ".join(f"[{e['game']}{'' if tuned else ' (probe)'}]({ctx.plot(e['label'], [e])})"
+                         ", ".join(f"[{name[e['label']]}{'' if tuned else ' (probe)'}]({ctx.plot(e['label'], [e])})"
                                    for e in drawn) or "-"])
     return table(["agent", "env", "works (a config)", "tuned (a default result)", "curve"], rows)
 

@@ -153,6 +153,12 @@ def test_support_draws_probe_curves_only_where_no_default_is_published(tmp_path)
     report.render(str(root))
     row = "| V-trace | classic control | `classic_vtrace.gin` | no | [CartPole-v1 (probe)]("
     assert row in (root / "README.md").read_text()
+    # Two probes of one game are told apart by their labels.
+    _fake_run(runs / "probe2_seed1", 1, 500, [20.0] * 120)
+    report.publish([str(runs / "probe2_seed1")], "cart_probe2", str(root), status="probe", host="test host")
+    report.render(str(root))
+    text = (root / "README.md").read_text()
+    assert "[cart_probe (probe)](" in text and "[cart_probe2 (probe)](" in text
     _fake_run(runs / "default_seed1", 1, 500, [200.0] * 120)
     report.publish([str(runs / "default_seed1")], "cart_default", str(root), status="default", host="test host")
     report.render(str(root))
