@@ -1,4 +1,5 @@
 """./run_local.sh as a user runs it: start, Ctrl-C, and the same command again."""
+import glob
 import os
 import queue
 import shutil
@@ -62,9 +63,28 @@ class RunLocal:
     def ctrl_c(self, timeout_s=30.0) -> int:
         os.killpg(self.process.pid, signal.SIGINT)
         code = self.process.wait(timeout_s)
-        with pytest.raises(ProcessLookupError):
+        try:
             os.killpg(self.process.pid, 0)  # nothing it started is left running
-        return code
+        except ProcessLookupError:
+            return code
+        pytest.fail(f"left in run_local.sh's process group after it exited: {group_members(self.process.pid)}")
+
+
+def group_members(pgid: int) -> list[str]:
+    """'PID STATE COMMAND' of each process in process group `pgid` (from /proc), to name what lingered."""
+    members = []
+    for stat in glob.glob("/proc/[0-9]*/stat"):
+        try:
+            with open(stat) as f:
+                pid, rest = f.read().split(" (", 1)
+            state, _, pgrp = rest.rsplit(") ", 1)[1].split()[:3]
+            if int(pgrp) == pgid:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    command = f.read().replace(bytes(1), b" ").decode(errors="replace")[:200]
+                members.append(f"{pid} {state} {command}")
+        except (OSError, ValueError):
+            continue  # it exited while we read
+    return members
 
 
 @pytest.fixture(autouse=True)
