@@ -1,6 +1,6 @@
 """Loss pieces every policy-gradient agent uses (V-trace, PPO): the episode masks of time-major
 unrolls, masked means over their valid steps, the backward scan behind V-trace's targets and GAE,
-advantage normalisation, and PPO's clipped surrogate."""
+advantage normalisation, PPO's clipped surrogate and the entropy bonus's schedule."""
 import tensorflow as tf
 
 
@@ -46,3 +46,21 @@ def clipped_surrogate_loss(log_rhos, advantages, valid, epsilon):
     advantages = tf.stop_gradient(advantages)
     surrogate = tf.minimum(rhos * advantages, tf.clip_by_value(rhos, 1.0 - epsilon, 1.0 + epsilon) * advantages)
     return -masked_mean(surrogate, valid)
+
+
+ENTROPY_DECAYS = ("none", "linear")
+
+
+def check_entropy_decay(owner: str, decay: str) -> str:
+    if decay not in ENTROPY_DECAYS:
+        raise ValueError(f"unknown {owner}.entropy_decay {decay!r}; use one of {ENTROPY_DECAYS}")
+    return decay
+
+
+def entropy_weight(initial: float, final: float, decay: str, progress):
+    """The entropy bonus's weight once the share `progress` of the run's gradient steps is taken: `initial`
+    throughout with 'none', from `initial` to `final` in a straight line with 'linear' (held past the end)."""
+    if decay == "none":
+        return tf.constant(initial, tf.float32)
+    fraction = tf.clip_by_value(tf.cast(progress, tf.float32), 0.0, 1.0)
+    return initial + (final - initial) * fraction

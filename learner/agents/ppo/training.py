@@ -6,7 +6,14 @@ import tensorflow as tf
 
 from learner.agents.gradient_step import GradientStep
 from learner.agents.minibatches import PER_UNROLL_VALUES
-from learner.agents.policy_losses import clipped_surrogate_loss, episode_masks, masked_mean, normalize_advantages
+from learner.agents.policy_losses import (
+    check_entropy_decay,
+    clipped_surrogate_loss,
+    entropy_weight,
+    episode_masks,
+    masked_mean,
+    normalize_advantages,
+)
 from learner.agents.ppo import maths as ppo
 from learner.networks import EnvOutput
 from seed.settings import require_fraction, require_non_negative
@@ -18,7 +25,6 @@ class PPOLoss:
 
     METRICS = ("loss/total", "loss/policy", "loss/value", "loss/entropy", "loss/entropy_cost", "policy/approx_kl",
                "policy/clip_fraction")
-    ENTROPY_DECAYS = ("none", "linear")
 
     def __init__(self, discount: float = 0.99, lambda_: float = 0.95, clip_epsilon: float = 0.2,
                  value_cost: float = 0.5, value_clip_epsilon: float = 0.0, entropy_cost: float = 0.01,
@@ -45,8 +51,7 @@ class PPOLoss:
         require_fraction("PPOLoss", discount=discount, lambda_=lambda_, clip_epsilon=clip_epsilon)
         require_non_negative("PPOLoss", value_cost=value_cost, value_clip_epsilon=value_clip_epsilon,
                              entropy_cost=entropy_cost, final_entropy_cost=final_entropy_cost)
-        if entropy_decay not in self.ENTROPY_DECAYS:
-            raise ValueError(f"unknown PPOLoss.entropy_decay {entropy_decay!r}; use one of {self.ENTROPY_DECAYS}")
+        check_entropy_decay("PPOLoss", entropy_decay)
         if clip_epsilon == 0:
             raise ValueError("PPOLoss.clip_epsilon must be above 0 (0.2 is PPO's usual value)")
         self.discount, self.lambda_ = discount, lambda_
@@ -56,10 +61,7 @@ class PPOLoss:
 
     def entropy_weight(self, progress):
         """The entropy bonus's weight once the share `progress` of the run's gradient steps is taken."""
-        if self.entropy_decay == "none":
-            return tf.constant(self.entropy_cost, tf.float32)
-        fraction = tf.clip_by_value(tf.cast(progress, tf.float32), 0.0, 1.0)
-        return self.entropy_cost + (self.final_entropy_cost - self.entropy_cost) * fraction
+        return entropy_weight(self.entropy_cost, self.final_entropy_cost, self.entropy_decay, progress)
 
     def advantages(self, reward, value, terminated, truncated):
         """(valid, GAE advantages, returns), [T, B], from time-major [T+1, B] rewards, the values stored

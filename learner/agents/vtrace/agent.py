@@ -109,12 +109,12 @@ class VTraceAgent:
                               updates_done=lambda: int(self.optimizer.iterations.numpy()) // (epochs * minibatches))
         # The fresh frames of a mixed batch (the learning-rate schedule and benchmarks count by it).
         self.frames_per_update = self.data.fresh_per_batch * self.frames_per_unroll
+        num_training_steps = context.schedule_frames // self.frames_per_update * epochs * minibatches
         with strategy.scope():
-            self.optimizer = create_optimizer(
-                num_training_steps=context.schedule_frames // self.frames_per_update * epochs * minibatches)
+            self.optimizer = create_optimizer(num_training_steps=num_training_steps)
         # The loss names the mix's sources by the index each batch row carries (SOURCE_KINDS' order).
         self.trainer = VTraceTrainer(self.network, self.optimizer, loss=VTraceLoss(sources=SOURCE_KINDS),
-                                     strategy=strategy)
+                                     strategy=strategy, num_training_steps=num_training_steps)
         self.batch_size = batch_size
         self.epochs = epochs
         self.minibatches = minibatches

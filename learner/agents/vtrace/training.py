@@ -6,7 +6,7 @@ import tensorflow as tf
 
 from learner.agents.gradient_step import GradientStep, require_one_device
 from learner.agents.minibatches import PER_UNROLL_ERRORS, average_steps, epoch_minibatches, train_in_minibatches
-from learner.agents.policy_losses import episode_masks, normalize_advantages
+from learner.agents.policy_losses import check_entropy_decay, entropy_weight, episode_masks, normalize_advantages
 from learner.agents.vtrace import maths as vtrace
 from learner.networks import ActorCriticNetwork, EnvOutput
 from learner.strategy import split_batch
@@ -27,12 +27,13 @@ class VTraceLoss:
     # each over all valid steps: a quotient is the source's mean. The mean rho is 1 in expectation however
     # far pi has moved from mu; the KL and the clipped share are what show it.
     SOURCE_PARTS = SOURCE_PARTS
-    BASE_METRICS = ("loss/total", "loss/policy", "loss/baseline", "loss/entropy", "loss/policy_cloning",
-                    "loss/value_cloning", "policy/approx_kl", "policy/clip_fraction")
+    BASE_METRICS = ("loss/total", "loss/policy", "loss/baseline", "loss/entropy", "loss/entropy_cost",
+                    "loss/policy_cloning", "loss/value_cloning", "policy/approx_kl", "policy/clip_fraction")
 
     def __init__(self, discount: float = 0.99, lambda_: float = 1.0, clip_rho_threshold: float = 1.0,
                  clip_c_threshold: float = 1.0, clip_pg_rho_threshold: float = 1.0,
-                 baseline_cost: float = 0.5, entropy_cost: float = 0.01, normalize_advantages: bool = False,
+                 baseline_cost: float = 0.5, entropy_cost: float = 0.01, entropy_decay: str = "none",
+                 final_entropy_cost: float = 0.0, normalize_advantages: bool = False,
                  center_advantages: bool = False, clip_epsilon: float = 0.0, policy_cloning_cost: float = 0.0,
                  value_cloning_cost: float = 0.0,
                  sources: tuple[str, ...] = ("queue",)):
@@ -47,8 +48,13 @@ class VTraceLoss:
             `clip_pg_rho_threshold`: the clip of rho weighing IMPALA's policy-gradient advantages (1.0);
                 unused with `clip_epsilon` > 0.
             `baseline_cost`: weight of the baseline loss 1/2 E[(v_s - V(x_s))^2] in the total (0.5).
-            `entropy_cost`: weight of the entropy bonus, which keeps the policy exploring (0.01; 0.005 in
-                atari_vtrace.gin).
+            `entropy_cost`: weight of the entropy bonus, which keeps the policy exploring, at the first
+                gradient step (0.01; 0.005 in atari_vtrace.gin).
+            `entropy_decay`: how that weight goes to `final_entropy_cost` over the run's gradient steps (the
+                ones the learning rate decays over: `training.schedule_frames`, else the budget): 'linear', or
+                'none' (it stays at `entropy_cost`) ('none'). PPO's Atari setting decays it; a lever of the
+                Atari-5 search for V-trace.
+            `final_entropy_cost`: the weight at the last gradient step with 'linear' (0.0).
             `normalize_advantages`: divide the policy-gradient advantages by their standard deviation over
                 the batch's valid steps, as PPO does (False; True in atari_vtrace.gin), so the policy term's
                 scale no longer follows the reward scale and `entropy_cost` weighs against a term of size ~1.
@@ -83,7 +89,8 @@ class VTraceLoss:
         require_fraction("VTraceLoss", discount=discount, lambda_=lambda_, clip_epsilon=clip_epsilon)
         require_non_negative("VTraceLoss", clip_rho_threshold=clip_rho_threshold, clip_c_threshold=clip_c_threshold,
                              clip_pg_rho_threshold=clip_pg_rho_threshold, baseline_cost=baseline_cost,
-                             entropy_cost=entropy_cost, policy_cloning_cost=policy_cloning_cost,
+                             entropy_cost=entropy_cost, final_entropy_cost=final_entropy_cost,
+                             policy_cloning_cost=policy_cloning_cost,
                              value_cloning_cost=value_cloning_cost)
         self.discount = discount
         self.lambda_ = lambda_
@@ -92,6 +99,8 @@ class VTraceLoss:
         self.clip_pg_rho_threshold = clip_pg_rho_threshold
         self.baseline_cost = baseline_cost
         self.entropy_cost = entropy_cost
+        self.entropy_decay = check_entropy_decay("VTraceLoss", entropy_decay)
+        self.final_entropy_cost = final_entropy_cost
         self.normalize_advantages = normalize_advantages
         self.center_advantages = center_advantages
         self.clip_epsilon = clip_epsilon
@@ -101,9 +110,10 @@ class VTraceLoss:
         self.metric_names = (*self.BASE_METRICS,
                              *(f"source/{kind}_{part}" for kind in self.sources for part in SOURCE_PARTS))
 
-    def __call__(self, agent: ActorCriticNetwork, unrolls: dict[str, tf.Tensor]):
-        """`unrolls` holds time-major [T+1, B, ...] tensors; returns (total loss, metrics, per-unroll
-        errors [B]: the mean |v_s - V(x_s)| over each unroll's valid steps, prioritised replay's priority)."""
+    def __call__(self, agent: ActorCriticNetwork, unrolls: dict[str, tf.Tensor], progress=0.0):
+        """`unrolls` holds time-major [T+1, B, ...] tensors; `progress` is the share of the run's gradient
+        steps taken (for `entropy_decay`). Returns (total loss, metrics, per-unroll errors [B]: the mean
+        |v_s - V(x_s)| over each unroll's valid steps, prioritised replay's priority)."""
         outputs, _ = agent.unroll(unrolls["prev_action"],
                                EnvOutput(unrolls["reward"], unrolls["first"], unrolls["observation"]),
                                unrolls["core_state"][0])
@@ -136,14 +146,16 @@ class VTraceLoss:
         policy_cloning = vtrace.masked_mean(vtrace.kl_divergence(behaviour_logits, logits) * replayed, weighted)
         value_cloning = vtrace.masked_mean(tf.square(values - unrolls["behaviour_value"][:-1]) * replayed, weighted) \
             if "behaviour_value" in unrolls else tf.constant(0.0)
-        total = (pg_loss + self.baseline_cost * baseline_loss + self.entropy_cost * entropy_loss
+        entropy_cost = entropy_weight(self.entropy_cost, self.final_entropy_cost, self.entropy_decay, progress)
+        total = (pg_loss + self.baseline_cost * baseline_loss + entropy_cost * entropy_loss
                  + self.policy_cloning_cost * policy_cloning + self.value_cloning_cost * value_cloning)
         rhos = tf.exp(log_rhos)
         clipped = (tf.cast(tf.abs(rhos - 1.0) > self.clip_epsilon, tf.float32) if self.clip_epsilon
                    else tf.zeros_like(rhos))
         kl = rhos - 1.0 - log_rhos  # KL(mu || pi) in expectation over the actions mu chose
         metrics = {"loss/total": total, "loss/policy": pg_loss, "loss/baseline": baseline_loss,
-                   "loss/entropy": entropy_loss, "loss/policy_cloning": policy_cloning,
+                   "loss/entropy": entropy_loss, "loss/entropy_cost": entropy_cost,
+                   "loss/policy_cloning": policy_cloning,
                    "loss/value_cloning": value_cloning,
                    "policy/approx_kl": vtrace.masked_mean(kl, weighted),
                    "policy/clip_fraction": vtrace.masked_mean(clipped, weighted),
@@ -156,7 +168,7 @@ class VTraceLoss:
         return total, metrics, tf.stop_gradient(errors)
 
 
-@gin.configurable(denylist=["agent", "optimizer", "strategy"])
+@gin.configurable(denylist=["agent", "optimizer", "strategy", "num_training_steps"])
 class VTraceTrainer:
     """Owns the update's tf.function; the agent's variables are the ones inference reads.
 
@@ -183,9 +195,10 @@ class VTraceTrainer:
 
     def __init__(self, agent: ActorCriticNetwork, optimizer, loss: VTraceLoss = None,
                  max_gradient_norm: float = 40.0, strategy: tf.distribute.Strategy = None,
-                 jit_compile: bool = False, minibatch_loop_in_graph: bool = False):
+                 jit_compile: bool = False, minibatch_loop_in_graph: bool = False, num_training_steps: int = 1):
         self.agent = agent
         self.optimizer = optimizer
+        self.num_training_steps = max(1, num_training_steps)  # what VTraceLoss.entropy_decay decays over
         self.loss = loss or VTraceLoss()
         # What _update_steps_impl records of each step, in this order.
         self.step_metrics = (*self.loss.metric_names, *GradientStep.METRICS)
@@ -201,8 +214,9 @@ class VTraceTrainer:
         """This replica's gradients and metrics, weighted by its number of valid steps, and that
         weight, flattened into one vector so that combining replicas takes one all-reduce."""
         variables = self.agent.trainable_variables
+        progress = tf.cast(self.optimizer.iterations, tf.float32) / self.num_training_steps
         with tf.GradientTape() as tape:
-            total, metrics, errors = self.loss(self.agent, unrolls)
+            total, metrics, errors = self.loss(self.agent, unrolls, progress)
         weight = metrics["valid_steps"]  # the loss's masked means divide by it (1 where it is 0)
         weight = tf.where(weight > 0, weight, 1.0)
         gradients = tape.gradient(total, variables)

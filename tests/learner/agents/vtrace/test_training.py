@@ -384,3 +384,29 @@ def test_centred_advantages_remove_the_shared_push_on_sampled_actions():
     scaled = VTraceLoss(normalize_advantages=True, clip_epsilon=0.1)(agent, on_policy)
     assert abs(centred[1]["loss/policy"].numpy()) < 1e-5
     assert scaled[1]["loss/policy"].numpy() < -0.5  # advantages mostly positive: a push of size ~1
+
+
+def test_a_decaying_entropy_cost_weighs_the_entropy_by_the_share_of_the_runs_gradient_steps_taken():
+    """With entropy_decay='linear' the bonus's weight goes from entropy_cost to final_entropy_cost over
+    the trainer's num_training_steps, one optimizer step at a time; the other terms do not move with it."""
+    import tensorflow as tf
+
+    from learner.agents.vtrace.training import VTraceLoss
+    rng = np.random.default_rng(5)
+    agent = ActorCriticNetwork(3, (4, 1), "float32", torso="mlp")
+    unrolls = random_unrolls(rng, 4, 6, (4, 1), "float32", 3, agent.state_size)
+    loss = VTraceLoss(entropy_cost=0.01, entropy_decay="linear", final_entropy_cost=0.002)
+    tensors = {k: tf.constant(v) for k, v in unrolls.items()}
+    (start, start_metrics, _), (half, half_metrics, _) = (loss(agent, tensors, p) for p in (0.0, 0.5))
+    # entropy_loss is minus the entropy: the total moves by the change of weight times it, and only by that.
+    np.testing.assert_allclose(float(half - start), (0.006 - 0.01) * float(start_metrics["loss/entropy"]),
+                               rtol=1e-4, atol=1e-7)
+    assert float(half_metrics["loss/entropy_cost"]) == pytest.approx(0.006)
+    assert float(VTraceLoss(entropy_cost=0.01)(agent, tensors, 0.5)[1]["loss/entropy_cost"]) == pytest.approx(0.01)
+    trainer = VTraceTrainer(agent, keras.optimizers.SGD(1e-3), loss=loss, num_training_steps=4)
+    weights = [float(trainer.update(unrolls)["loss/entropy_cost"]) for _ in range(6)]
+    np.testing.assert_allclose(weights, [0.01, 0.008, 0.006, 0.004, 0.002, 0.002], rtol=1e-5)
+    with pytest.raises(ValueError, match="VTraceLoss.entropy_decay 'cosine'.*'linear'"):
+        VTraceLoss(entropy_decay="cosine")
+    with pytest.raises(ValueError, match="final_entropy_cost"):
+        VTraceLoss(entropy_decay="linear", final_entropy_cost=-0.1)
