@@ -663,17 +663,57 @@ def suite_config(entries) -> str:
     return f"`{config}` " + ("with " + ", ".join(f"`{b}`" for b in bindings) if bindings else "as it stands")
 
 
-def atari5(ctx: Context) -> list[str]:
-    """Per suite (the entries' `suite`), each Atari-5 game's mean return over its seeds at 2.5M, 5M and
-    10M frames, its human-normalised score at 10M, the frames and training minutes to its goal level, the
-    Atari-5 score at each mark and when it first reached the goal, and a grid of curves."""
+# The page whose `atari5` block holds the suites' full tables, which the README's summary links to.
+ATARI5_PAGE = "docs/agents/vtrace.md"
+NO_ATARI5_SUITE = ("*No Atari-5 suite has been published yet (`benchmarks/learning.py --suite atari5`, then "
+                   "`report.py publish --suite NAME`).*")
+
+
+def _atari5_suites(ctx: Context) -> dict[str, dict[str, dict]]:
+    """suite name -> Atari-5 game -> its manifest entry."""
     suites: dict[str, dict[str, dict]] = {}
     for e in learning_entries(ctx.manifest):
         if e.get("suite") and e.get("game") in atari5_scores.GAMES:
             suites.setdefault(e["suite"], {})[e["game"]] = e
+    return suites
+
+
+def atari5_summary(ctx: Context) -> list[str]:
+    """A line per Atari-5 suite, for the README: what it trains, the Atari-5 score at 10M frames against
+    the goal (or the games it still lacks there), the game furthest below human play, and its full table."""
+    suites = _atari5_suites(ctx)
     if not suites:
-        return ["*No Atari-5 suite has been published yet (`benchmarks/learning.py --suite atari5`, then "
-                "`report.py publish --suite NAME`).*"]
+        return [NO_ATARI5_SUITE]
+    budget = MARKS["atari"][-1]
+    rows = []
+    for name, games in sorted(suites.items()):
+        at_budget, seeds = {}, []
+        for game, e in games.items():
+            runs = runs_of(e, ctx.root)
+            seeds.append(len(runs))
+            values = [at_mark(r, budget) for _, r in runs]
+            if values and None not in values:
+                at_budget[game] = statistics.fmean(values)
+        missing = [g for g in atari5_scores.GAMES if g not in at_budget]
+        score = (f"**{atari5_scores.atari5_score(at_budget):.1f}**" if not missing
+                 else "- (no 10M result for " + ", ".join(missing) + ")")
+        hns = {g: atari5_scores.human_normalized(g, v) for g, v in at_budget.items()}
+        lowest = min(hns, key=hns.get) if hns else None
+        rows.append([f"`{name}`", suite_config(games.values()),
+                     str(min(seeds)) if min(seeds) == max(seeds) else f"{min(seeds)}-{max(seeds)}", score,
+                     f"{lowest}: {hns[lowest]:.1f} %" if lowest else "-",
+                     f"[table and curves]({ctx.link(ATARI5_PAGE)}#atari-5)"])
+    return table(["suite", "trained with", "seeds per game", f"Atari-5 score at 10M (goal {atari5_scores.GOAL:g})",
+                  "lowest human-normalised game at 10M", "per game"], rows)
+
+
+def atari5(ctx: Context) -> list[str]:
+    """Per suite (the entries' `suite`), each Atari-5 game's mean return over its seeds at 2.5M, 5M and
+    10M frames, its human-normalised score at 10M, the frames and training minutes to its goal level, the
+    Atari-5 score at each mark and when it first reached the goal, and a grid of curves."""
+    suites = _atari5_suites(ctx)
+    if not suites:
+        return [NO_ATARI5_SUITE]
     marks = MARKS["atari"]
     even = atari5_scores.even_hns()
     lines = []
@@ -794,7 +834,7 @@ def soaks(ctx: Context) -> list[str]:
 TABLES: dict[str, Callable[[Context], list[str]]] = {
     "headline": headline, "support": support, "vtrace": vtrace, "ppo": ppo, "sac": sac, "r2d2": r2d2,
     "replay_mixes_pong": replay_mixes_pong, "replay_mixes_breakout": replay_mixes_breakout, "gpu": gpu, "speed": speed,
-    "atari5": atari5, "soaks": soaks,
+    "atari5": atari5, "atari5_summary": atari5_summary, "soaks": soaks,
 }
 
 

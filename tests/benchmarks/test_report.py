@@ -199,6 +199,39 @@ def test_the_atari5_table_scores_a_published_suite_by_hand_computed_values(tmp_p
     assert "[The suite's curves, a panel per game and the Atari-5 score](img/results/atari5_a5.png)" in text
 
 
+def test_the_atari5_summary_gives_each_suite_its_score_or_the_games_it_lacks(tmp_path):
+    import atari5
+    root = tmp_path
+    (root / "benchmarks" / "results").mkdir(parents=True)
+    (root / report.MANIFEST).write_text(json.dumps({"results": []}))
+    # Suite a5: BattleZone at the human score, the other four at random play (Atari-5 score 4.8, as
+    # above). Suite c5: BattleZone at random play, one seed; DoubleDunk halfway to human, two seeds,
+    # and no other game.
+    for game in atari5.GAMES:
+        value = atari5.HUMAN[game] if game == "BattleZone" else atari5.RANDOM[game]
+        run = tmp_path / "runs" / f"a5_{game}_seed1"
+        run.parent.mkdir(exist_ok=True)
+        _fake_run(run, 1, 100_000, [value] * 100)
+        report.publish([str(run)], f"a5_{game}", str(root), agent="vtrace", env="atari", game=game, suite="a5",
+                       frames=10_000_000, host="test host")
+    _fake_run(tmp_path / "runs" / "c5_BattleZone_seed1", 1, 100_000, [atari5.RANDOM["BattleZone"]] * 100)
+    report.publish([str(tmp_path / "runs" / "c5_BattleZone_seed1")], "c5_BattleZone", str(root), agent="vtrace",
+                   env="atari", game="BattleZone", suite="c5", frames=10_000_000, host="test host",
+                   bindings=["VTraceLoss.center_advantages=True"])
+    for seed in (1, 2):
+        _fake_run(tmp_path / "runs" / f"c5_DoubleDunk_seed{seed}", seed, 100_000, [-17.5] * 100)
+    report.publish([str(tmp_path / "runs" / f"c5_DoubleDunk_seed{seed}") for seed in (1, 2)], "c5_DoubleDunk",
+                   str(root), agent="vtrace", env="atari", game="DoubleDunk", suite="c5", frames=10_000_000,
+                   host="test host", bindings=["VTraceLoss.center_advantages=True"])
+    (root / "README.md").write_text("<!-- generated:atari5_summary -->\n<!-- /generated:atari5_summary -->\n")
+    report.render(str(root))
+    text = (root / "README.md").read_text()
+    assert "| `a5` | `atari_vtrace.gin` as it stands | 1 | **4.8** | DoubleDunk: 0.0 % | " \
+        "[table and curves](docs/agents/vtrace.md#atari-5) |" in text
+    assert "| `c5` | `atari_vtrace.gin` with `VTraceLoss.center_advantages=True` | 1-2 | " \
+        "- (no 10M result for NameThisGame, Phoenix, Qbert) | BattleZone: 0.0 % |" in text
+
+
 def test_the_atari5_table_times_a_suite_to_the_goal_and_draws_its_grid(tmp_path):
     import atari5
     root = tmp_path
