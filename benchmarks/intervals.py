@@ -17,11 +17,13 @@ from __future__ import annotations
 import argparse
 import collections
 import csv
-import json
 import os
 import statistics
 import sys
 from collections.abc import Sequence
+
+sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")))
+from benchmarks.end_to_end import read_jsonl  # noqa: E402
 
 PROGRESS_COLUMNS = (("entropy", "loss/entropy", -1.0, "{:.2f}"), ("frames/s", "frames_per_second", 1.0, "{:,.0f}"),
                     ("baseline loss", "loss/baseline", 1.0, "{:.3f}"))
@@ -53,11 +55,8 @@ def episode_rows(path: str) -> list[dict]:
 
 
 def progress_rows(run_dir: str) -> list[dict]:
-    path = os.path.join(run_dir, "progress.jsonl")
-    if not os.path.exists(path):
-        return []
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
+    """The run's progress lines, the last one left out while the learner is still writing it."""
+    return read_jsonl(os.path.join(run_dir, "progress.jsonl"))
 
 
 def intervals(episodes: Sequence[dict], progress: Sequence[dict], every: int,

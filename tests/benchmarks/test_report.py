@@ -167,22 +167,26 @@ def test_support_draws_probe_curves_only_where_no_default_is_published(tmp_path)
     assert "(probe)" not in text
 
 
-def test_the_atari5_table_scores_a_published_suite_by_hand_computed_values(tmp_path):
+def _publish_suite_a5(root):
+    """Suite a5 in an empty results tree: BattleZone at the human score (HNS 100), the other four at
+    random play (HNS 0), 100 episodes of 100k frames each, so every mark's 100-episode mean is that return."""
     import atari5
-    root = tmp_path
     (root / "benchmarks" / "results").mkdir(parents=True)
     (root / report.MANIFEST).write_text(json.dumps({"results": []}))
-    (root / "seed" / "configs").mkdir(parents=True)
-    (root / "seed" / "configs" / "atari_vtrace.gin").write_text("create_atari_envs.repeat_action_probability = 0.0\n")
-    # BattleZone at the human score (HNS 100), the other four at random play (HNS 0): 100 episodes of
-    # 100k frames each, so every mark's 100-episode mean is that return.
     for game in atari5.GAMES:
         value = atari5.HUMAN[game] if game == "BattleZone" else atari5.RANDOM[game]
-        run = tmp_path / "runs" / f"a5_{game}_seed1"
+        run = root / "runs" / f"a5_{game}_seed1"
         run.parent.mkdir(exist_ok=True)
         _fake_run(run, 1, 100_000, [value] * 100)
         report.publish([str(run)], f"a5_{game}", str(root), agent="vtrace", env="atari", game=game, suite="a5",
                        frames=10_000_000, host="test host")
+
+
+def test_the_atari5_table_scores_a_published_suite_by_hand_computed_values(tmp_path):
+    root = tmp_path
+    (root / "seed" / "configs").mkdir(parents=True)
+    (root / "seed" / "configs" / "atari_vtrace.gin").write_text("create_atari_envs.repeat_action_probability = 0.0\n")
+    _publish_suite_a5(root)
     (root / "docs").mkdir()
     (root / "docs" / "atari5.md").write_text("<!-- generated:atari5 -->\n<!-- /generated:atari5 -->\n")
     report.render(str(root))
@@ -202,18 +206,9 @@ def test_the_atari5_table_scores_a_published_suite_by_hand_computed_values(tmp_p
 def test_the_atari5_summary_gives_each_suite_its_score_or_the_games_it_lacks(tmp_path):
     import atari5
     root = tmp_path
-    (root / "benchmarks" / "results").mkdir(parents=True)
-    (root / report.MANIFEST).write_text(json.dumps({"results": []}))
-    # Suite a5: BattleZone at the human score, the other four at random play (Atari-5 score 4.8, as
-    # above). Suite c5: BattleZone at random play, one seed; DoubleDunk halfway to human, two seeds,
-    # and no other game.
-    for game in atari5.GAMES:
-        value = atari5.HUMAN[game] if game == "BattleZone" else atari5.RANDOM[game]
-        run = tmp_path / "runs" / f"a5_{game}_seed1"
-        run.parent.mkdir(exist_ok=True)
-        _fake_run(run, 1, 100_000, [value] * 100)
-        report.publish([str(run)], f"a5_{game}", str(root), agent="vtrace", env="atari", game=game, suite="a5",
-                       frames=10_000_000, host="test host")
+    # Suite a5 as above (Atari-5 score 4.8). Suite c5: BattleZone at random play, one seed; DoubleDunk
+    # halfway to human, two seeds, and no other game.
+    _publish_suite_a5(root)
     _fake_run(tmp_path / "runs" / "c5_BattleZone_seed1", 1, 100_000, [atari5.RANDOM["BattleZone"]] * 100)
     report.publish([str(tmp_path / "runs" / "c5_BattleZone_seed1")], "c5_BattleZone", str(root), agent="vtrace",
                    env="atari", game="BattleZone", suite="c5", frames=10_000_000, host="test host",
