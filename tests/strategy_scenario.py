@@ -2,7 +2,9 @@
 must be set before TensorFlow's first op): V-trace updates on a MirroredStrategy of
 two CPU replicas against the same updates on one device, from the same weights. The batches
 are mixed ones: fresh rows first (all on the first replica), replayed ones with loss weights
-below 1, and CLEAR's terms on, so every weighted mean must combine exactly across replicas."""
+below 1, and CLEAR's terms on, so every weighted mean must combine exactly across replicas. The
+advantages are normalised by the whole batch's deviation (`advantage_scale='batch'`), which the batch
+carries to every replica's share: normalising by each share's own deviation could not match one device."""
 import json
 
 import numpy as np
@@ -14,11 +16,13 @@ from learner.optimizers import create_optimizer
 from learner.strategy import create_strategy
 from tests.learner.agents.vtrace.test_training import random_unrolls
 
+LOSS = dict(policy_cloning_cost=0.5, value_cloning_cost=0.5, normalize_advantages=True, advantage_scale="batch",
+            sources=SOURCE_KINDS)
 strategy = create_strategy("mirrored", cpu_replicas=2)
 with strategy.scope():
     mirrored_net = ActorCriticNetwork(3, (4,), "float32", torso="mlp", lstm_units=8)
     mirrored = VTraceTrainer(mirrored_net, create_optimizer(100, learning_rate=1e-2), strategy=strategy,
-                             loss=VTraceLoss(policy_cloning_cost=0.5, value_cloning_cost=0.5, sources=SOURCE_KINDS))
+                             loss=VTraceLoss(**LOSS))
 try:
     VTraceTrainer(mirrored_net, create_optimizer(100), strategy=strategy, jit_compile=True)
     jit_error = ""
@@ -27,8 +31,7 @@ except ValueError as e:
 single_net = ActorCriticNetwork(3, (4,), "float32", torso="mlp", lstm_units=8)
 for target, source in zip(single_net.variables, mirrored_net.variables):
     target.assign(source.numpy())
-single = VTraceTrainer(single_net, create_optimizer(100, learning_rate=1e-2),
-                       loss=VTraceLoss(policy_cloning_cost=0.5, value_cloning_cost=0.5, sources=SOURCE_KINDS))
+single = VTraceTrainer(single_net, create_optimizer(100, learning_rate=1e-2), loss=VTraceLoss(**LOSS))
 
 def replicas(variable):
     """The per-device copies of a (Keras-wrapped) mirrored variable."""

@@ -14,6 +14,9 @@ from seed.settings import require_fraction, require_non_negative
 
 # What VTraceLoss sums per source of a mixed batch, each over all valid steps.
 SOURCE_PARTS = ("rho", "kl", "clipped", "steps")
+ADVANTAGE_SCALES = ("minibatch", "batch")
+# The batch field, [T+1, B], that carries VTraceLoss.advantage_scale='batch''s deviation to every minibatch.
+ADVANTAGE_SCALE = "advantage_scale"
 
 
 @gin.configurable(denylist=["sources"])
@@ -34,7 +37,8 @@ class VTraceLoss:
                  clip_c_threshold: float = 1.0, clip_pg_rho_threshold: float = 1.0,
                  baseline_cost: float = 0.5, entropy_cost: float = 0.01, entropy_decay: str = "none",
                  final_entropy_cost: float = 0.0, normalize_advantages: bool = False,
-                 center_advantages: bool = False, clip_epsilon: float = 0.0, policy_cloning_cost: float = 0.0,
+                 center_advantages: bool = False, advantage_scale: str = "minibatch",
+                 clip_epsilon: float = 0.0, policy_cloning_cost: float = 0.0,
                  value_cloning_cost: float = 0.0,
                  sources: tuple[str, ...] = ("queue",)):
         """The loss's coefficients; rho = pi/mu is the ratio of the learner's policy to the one that acted.
@@ -69,6 +73,14 @@ class VTraceLoss:
                 kept DoubleDunk from the default's entropy collapse
                 (benchmarks/experiments/2026-12-07-atari5-doubledunk-and-centred-battlezone.md); not the
                 default until the rest of the suite, Pong and Breakout have run with it.
+            `advantage_scale`: with `normalize_advantages`, what the advantages are divided by: 'minibatch',
+                their deviation over the gradient step's own minibatch, as PPO does ('minibatch'); or
+                'batch', the deviation over the whole batch (every epoch's minibatches alike) of the
+                advantages the behaviour policy's stored values give (no network pass: rho = 1, the same
+                V-trace recursion). A minibatch of a few unrolls where rewards are rare often holds none,
+                and dividing by its own small deviation scales its temporal differences up to the size of
+                a minibatch that holds a reward; 'batch' keeps them small. A lever of the Atari-5 search,
+                for BattleZone (benchmarks/experiments/2026-12-07-atari5-battlezone-batch-advantage-scale.md).
             `clip_epsilon`: above 0, PPO's clipped surrogate on the V-trace advantages replaces IMPALA's
                 policy gradient (as APPO does): rho weighs each step and is clipped to 1 +- epsilon, so
                 several epochs over one batch (`VTraceAgent.epochs`) cannot push the policy far from the one
@@ -102,6 +114,9 @@ class VTraceLoss:
         self.entropy_decay = check_entropy_decay("VTraceLoss", entropy_decay)
         self.final_entropy_cost = final_entropy_cost
         self.normalize_advantages = normalize_advantages
+        if advantage_scale not in ADVANTAGE_SCALES:
+            raise ValueError(f"unknown VTraceLoss.advantage_scale {advantage_scale!r}; use one of {ADVANTAGE_SCALES}")
+        self.advantage_scale = advantage_scale
         self.center_advantages = center_advantages
         self.clip_epsilon = clip_epsilon
         self.policy_cloning_cost = policy_cloning_cost
@@ -109,6 +124,25 @@ class VTraceLoss:
         self.sources = tuple(sources)
         self.metric_names = (*self.BASE_METRICS,
                              *(f"source/{kind}_{part}" for kind in self.sources for part in SOURCE_PARTS))
+
+    @property
+    def uses_batch_scale(self) -> bool:
+        return self.normalize_advantages and self.advantage_scale == "batch"
+
+    def with_batch_scale(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """`batch` with ADVANTAGE_SCALE, [T+1, B]: the deviation over its valid steps of the advantages
+        its stored behaviour values and rewards give, where `advantage_scale` is 'batch' (else as it is)."""
+        if not self.uses_batch_scale:
+            return batch
+        values = batch["behaviour_value"]
+        discounts, valid = episode_masks(tf.constant(batch["terminated"]), tf.constant(batch["truncated"]),
+                                         self.discount)
+        returns = vtrace.vtrace_returns(tf.zeros_like(discounts), discounts, batch["reward"][1:], values[:-1],
+                                        values[-1], valid, lambda_=self.lambda_)
+        advantages = returns.advantages
+        mean = vtrace.masked_mean(advantages, valid)
+        scale = float(tf.sqrt(vtrace.masked_mean(tf.square(advantages - mean), valid)))
+        return {**batch, ADVANTAGE_SCALE: np.full(values.shape[:2], scale, np.float32)}
 
     def __call__(self, agent: ActorCriticNetwork, unrolls: dict[str, tf.Tensor], progress=0.0):
         """`unrolls` holds time-major [T+1, B, ...] tensors; `progress` is the share of the run's gradient
@@ -133,7 +167,10 @@ class VTraceLoss:
             self.clip_rho_threshold, self.clip_c_threshold, self.clip_pg_rho_threshold, self.lambda_)
         advantages = returns.advantages if self.clip_epsilon else returns.pg_advantages
         if self.normalize_advantages:
-            advantages = normalize_advantages(advantages, valid, center=self.center_advantages)
+            # The batch's deviation rides along every step of the batch, so it survives any split into
+            # minibatches and replicas.
+            scale = unrolls[ADVANTAGE_SCALE][0, 0] if self.uses_batch_scale else None
+            advantages = normalize_advantages(advantages, valid, center=self.center_advantages, scale=scale)
         if self.clip_epsilon:
             pg_loss = vtrace.clipped_surrogate_loss(log_rhos, advantages, weighted, self.clip_epsilon)
         else:
@@ -254,6 +291,7 @@ class VTraceTrainer:
         """`epochs` passes of `minibatches` gradient steps over time-major [T+1, B, ...] unrolls, reshuffled
         every pass (learner/agents/minibatches.py): the steps' metrics averaged, with the last pass's
         PER_UNROLL_ERRORS [B] in batch order."""
+        batch = self.loss.with_batch_scale(batch)
         if self._update_steps is None or epochs == minibatches == 1:  # one step: one call either way
             return train_in_minibatches(self.update, batch, epochs, minibatches, rng)
         size = next(iter(batch.values())).shape[1]
@@ -268,4 +306,6 @@ class VTraceTrainer:
     def update(self, batch: dict[str, np.ndarray]) -> dict[str, float]:
         """`batch` holds time-major [T+1, B, ...] unrolls as the data source forms them. The metrics include
         PER_UNROLL_ERRORS, an array [B] (learner/agents/minibatches.py puts minibatches' back in order)."""
+        if ADVANTAGE_SCALE not in batch:  # a minibatch of train() carries its whole batch's
+            batch = self.loss.with_batch_scale(batch)
         return {k: v.numpy() for k, v in self._update(split_batch(self.strategy, batch)).items()}

@@ -410,3 +410,39 @@ def test_a_decaying_entropy_cost_weighs_the_entropy_by_the_share_of_the_runs_gra
         VTraceLoss(entropy_decay="cosine")
     with pytest.raises(ValueError, match="final_entropy_cost"):
         VTraceLoss(entropy_decay="linear", final_entropy_cost=-0.1)
+
+
+def test_a_batch_advantage_scale_is_the_whole_batchs_deviation_under_the_stored_values_in_every_minibatch():
+    """advantage_scale='batch': the deviation of the advantages the behaviour values give (rho = 1,
+    lambda-returns by hand here) rides along the batch, and the loss divides by it instead of the
+    minibatch's own deviation, so the policy term scales as 1 / that deviation."""
+    import tensorflow as tf
+
+    from learner.agents.vtrace.training import ADVANTAGE_SCALE, VTraceLoss
+    rng = np.random.default_rng(11)
+    agent = ActorCriticNetwork(3, (4, 1), "float32", torso="mlp")
+    batch = random_unrolls(rng, 4, 6, (4, 1), "float32", 3, agent.state_size)
+    batch["terminated"][:] = batch["truncated"][:] = False
+    loss = VTraceLoss(discount=0.9, lambda_=0.8, normalize_advantages=True, advantage_scale="batch")
+    scaled = loss.with_batch_scale(batch)
+    values, rewards = batch["behaviour_value"], batch["reward"]
+    vs = values.astype(np.float64).copy()  # vs[T] = V[T], the bootstrap
+    for t in reversed(range(6)):
+        delta = rewards[t + 1] + 0.9 * values[t + 1] - values[t]
+        vs[t] = values[t] + delta + 0.9 * 0.8 * (vs[t + 1] - values[t + 1])
+    advantages = rewards[1:] + 0.9 * vs[1:] - values[:-1]
+    assert scaled[ADVANTAGE_SCALE].shape == (7, 4)
+    np.testing.assert_allclose(scaled[ADVANTAGE_SCALE], advantages.std(), rtol=1e-5)
+    assert VTraceLoss(normalize_advantages=True).with_batch_scale(batch) is batch  # 'minibatch': nothing added
+
+    def policy_loss(scale, kind="batch"):
+        tensors = {k: tf.constant(v) for k, v in {**batch, ADVANTAGE_SCALE: np.full((7, 4), scale, np.float32)}.items()}
+        return float(VTraceLoss(normalize_advantages=True, advantage_scale=kind)(agent, tensors)[1]["loss/policy"])
+    assert policy_loss(0.5) == pytest.approx(4 * policy_loss(2.0), rel=1e-4)
+    assert policy_loss(0.5, "minibatch") == pytest.approx(policy_loss(2.0, "minibatch"))  # the field is not read
+    for in_graph in (False, True):
+        trainer = VTraceTrainer(agent, create_optimizer(10), loss=loss, minibatch_loop_in_graph=in_graph)
+        metrics = trainer.train(batch, epochs=2, minibatches=2, rng=np.random.default_rng(0))
+        assert np.isfinite(metrics["loss/total"]) and metrics["update_applied"]
+    with pytest.raises(ValueError, match="VTraceLoss.advantage_scale 'running'.*'batch'"):
+        VTraceLoss(advantage_scale="running")
