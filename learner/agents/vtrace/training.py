@@ -73,9 +73,9 @@ class VTraceLoss:
                 kept DoubleDunk from the default's entropy collapse
                 (benchmarks/experiments/2026-12-07-atari5-doubledunk-and-centred-battlezone.md), and
                 with one seed on every Atari-5 game and on Pong (which still passed +18 within 10M frames)
-                it has the suite's first complete score (benchmarks/experiments/2026-12-07-atari5-centred-
-                qbert-pong.md); not the default until Breakout has run with it and the default has run
-                the rest of the suite.
+                it has the suite's first complete score
+                (benchmarks/experiments/2026-12-07-atari5-centred-qbert-pong.md); not the default until
+                Breakout has run with it and the default has run the rest of the suite.
             `advantage_scale`: with `normalize_advantages`, what the advantages are divided by: 'minibatch',
                 their deviation over the gradient step's own minibatch, as PPO does ('minibatch'); or
                 'batch', the deviation over the whole batch (every epoch's minibatches alike) of the
