@@ -82,8 +82,10 @@ class VTraceLoss:
                 advantages the behaviour policy's stored values give (no network pass: rho = 1, the same
                 V-trace recursion). A minibatch of a few unrolls where rewards are rare often holds none,
                 and dividing by its own small deviation scales its temporal differences up to the size of
-                a minibatch that holds a reward; 'batch' keeps them small. A lever of the Atari-5 search,
-                for BattleZone (benchmarks/experiments/2026-12-07-atari5-battlezone-batch-advantage-scale.md).
+                a minibatch that holds a reward; 'batch' keeps them small. A lever of the Atari-5 search:
+                on BattleZone (one seed, to 5.87M frames) it made the steps smaller but did not end the
+                random phase sooner and learnt more slowly afterwards
+                (benchmarks/experiments/2026-12-07-atari5-battlezone-batch-advantage-scale.md).
             `clip_epsilon`: above 0, PPO's clipped surrogate on the V-trace advantages replaces IMPALA's
                 policy gradient (as APPO does): rho weighs each step and is clipped to 1 +- epsilon, so
                 several epochs over one batch (`VTraceAgent.epochs`) cannot push the policy far from the one
