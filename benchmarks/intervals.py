@@ -24,6 +24,7 @@ from collections.abc import Sequence
 
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")))
 from benchmarks.end_to_end import read_jsonl  # noqa: E402
+from benchmarks.report import fmt_budget  # noqa: E402
 
 PROGRESS_COLUMNS = (("entropy", "loss/entropy", -1.0, "{:.2f}"), ("frames/s", "frames_per_second", 1.0, "{:,.0f}"),
                     ("baseline loss", "loss/baseline", 1.0, "{:.3f}"))
@@ -39,13 +40,6 @@ def parse_frames(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"--every must be at least one frame, not {text!r}")
     return int(value)
-
-
-def fmt_frames(frames: int) -> str:
-    for unit, size in (("M", 1_000_000), ("k", 1_000)):
-        if frames >= size:
-            return f"{frames / size:g}{unit}"
-    return str(frames)
 
 
 def episode_rows(path: str) -> list[dict]:
@@ -79,7 +73,7 @@ def intervals(episodes: Sequence[dict], progress: Sequence[dict], every: int,
     rows = []
     for i in sorted(by_interval):
         returns = [r for r, _ in by_interval[i]]
-        row = [f"{fmt_frames(i * every)}-{fmt_frames((i + 1) * every)}", f"{len(returns):,}",
+        row = [f"{fmt_budget(i * every) if i else 0}-{fmt_budget((i + 1) * every)}", f"{len(returns):,}",
                f"{statistics.fmean(returns):,.2f}", f"{statistics.fmean(n for _, n in by_interval[i]):,.0f}"]
         if above is not None:
             row.append(f"{100.0 * sum(r > above for r in returns) / len(returns):.1f} %")

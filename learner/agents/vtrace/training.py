@@ -6,7 +6,13 @@ import tensorflow as tf
 
 from learner.agents.gradient_step import GradientStep, require_one_device
 from learner.agents.minibatches import PER_UNROLL_ERRORS, average_steps, epoch_minibatches, train_in_minibatches
-from learner.agents.policy_losses import check_entropy_decay, entropy_weight, episode_masks, normalize_advantages
+from learner.agents.policy_losses import (
+    check_entropy_decay,
+    entropy_weight,
+    episode_masks,
+    masked_std,
+    normalize_advantages,
+)
 from learner.agents.vtrace import maths as vtrace
 from learner.networks import ActorCriticNetwork, EnvOutput
 from learner.strategy import split_batch
@@ -149,8 +155,7 @@ class VTraceLoss:
         discounts, valid = episode_masks(terminated, truncated, self.discount)
         advantages = vtrace.vtrace_returns(tf.zeros_like(discounts), discounts, reward[1:], values[:-1], values[-1],
                                            valid, lambda_=self.lambda_).advantages
-        mean = vtrace.masked_mean(advantages, valid)
-        return tf.sqrt(vtrace.masked_mean(tf.square(advantages - mean), valid))
+        return masked_std(advantages, valid)
 
     def __call__(self, agent: ActorCriticNetwork, unrolls: dict[str, tf.Tensor], progress=0.0):
         """`unrolls` holds time-major [T+1, B, ...] tensors; `progress` is the share of the run's gradient
