@@ -62,8 +62,9 @@ class VTraceLoss:
                 gradient step (0.01; 0.005 in atari_vtrace.gin).
             `entropy_decay`: how that weight goes to `final_entropy_cost` over the run's gradient steps (the
                 ones the learning rate decays over: `training.schedule_frames`, else the budget): 'linear', or
-                'none' (it stays at `entropy_cost`) ('none'). PPO's Atari setting decays it; a lever of the
-                Atari-5 search for V-trace.
+                'none' (it stays at `entropy_cost`) ('none'). PPO's Atari setting decays it from 0.01; on
+                V-trace's BattleZone that start held the policy at uniform for 4M frames (one seed,
+                benchmarks/experiments/2026-12-07-atari5-battlezone-ppo-schedules.md).
             `final_entropy_cost`: the weight at the last gradient step with 'linear' (0.0).
             `normalize_advantages`: divide the policy-gradient advantages by their standard deviation over
                 the batch's valid steps, as PPO does (False; True in atari_vtrace.gin), so the policy term's
