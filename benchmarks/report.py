@@ -214,7 +214,9 @@ def fmt_target(e: dict) -> str:
         return "-"
     if e.get("game") == "Pong" and value > 0:
         return f"+{value:g}"
-    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:g}"
+    if abs(value) >= 1000:  # thousands separated; a fraction kept, as the Atari-5 table gives goal levels
+        return f"{value:,.0f}" if value == int(value) else f"{value:,.1f}"
+    return f"{value:g}"
 
 
 def fmt_spread(values: list[float | None], e: dict) -> str:
@@ -382,6 +384,11 @@ def runs_table(ctx: Context, entries: list[dict], env: str) -> list[str]:
                  + ["target: first passed at", "frames reached", "curve"], rows)
 
 
+STATUS_LEGEND = ("*status: `default`, what the shipped config gives; `ablation`, one setting changed to measure "
+                 "what it does; `probe`, a single try of a lever, a hint and not a claim; `superseded`, an earlier "
+                 "default. The seeds column lists the seeds run, by number.*")
+
+
 def _agent_tables(ctx: Context, agent: str, exclude: Callable[[dict], bool] = lambda e: False) -> list[str]:
     entries = [e for e in learning_entries(ctx.manifest) if e["agent"] == agent and not exclude(e)]
     lines = []
@@ -396,6 +403,8 @@ def _agent_tables(ctx: Context, agent: str, exclude: Callable[[dict], bool] = la
                      f"{' / '.join(fmt_budget(m) for m in MARKS[env])} env frames; mean (range) over seeds.*")
         lines.append("")
         lines += runs_table(ctx, chosen, env)
+    if lines:
+        lines += ["", STATUS_LEGEND]
     return lines
 
 
