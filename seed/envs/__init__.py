@@ -12,6 +12,7 @@ whose game goes on: its `terminated` code says so
 (`seed.specs.TERMINATED_LIFE_LOST`), and the step after it ignores its action
 as a reset step does while the emulator plays on.
 """
+import difflib
 from collections.abc import Callable
 
 import gin
@@ -92,6 +93,14 @@ def create_envs(num_envs: int, factory=None) -> ActorEnvs:
             the Atari configs set `@create_atari_envs`.
     """
     return (factory or FAMILIES["gym"])(num_envs)
+
+
+def unknown_name(what: str, name: str, known: list[str], how: str = "use one of") -> ValueError:
+    """The one-line error for a game or task the family does not have: the closest known name first,
+    since a typo is the usual cause, then the names to choose from."""
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.8)  # a wrong guess misleads more than none
+    guess = f" (did you mean {close[0]!r}?)" if close else ""
+    return ValueError(f"unknown {what} {name!r}{guess}; {how} {', '.join(known)}")
 
 
 def env_spec() -> EnvSpec:

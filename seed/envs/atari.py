@@ -1,4 +1,5 @@
 """Atari through ale-py's native vector env, with SEED RL's preprocessing."""
+import difflib
 import re
 
 import gin
@@ -15,7 +16,9 @@ def ale_rom_id(game: str) -> str:
     rom_id = re.sub(r"(?<!^)(?=[A-Z])", "_", game.strip()).lower().replace("-", "_")
     known = roms.get_all_rom_ids()
     if rom_id not in known:
-        raise ValueError(f"unknown Atari game {game!r}: ale-py has no ROM {rom_id!r}. "
+        close = difflib.get_close_matches(rom_id, known, n=1, cutoff=0.8)
+        guess = f" (did you mean {''.join(w.capitalize() for w in close[0].split('_'))!r}?)" if close else ""
+        raise ValueError(f"unknown Atari game {game!r}{guess}: ale-py has no ROM {rom_id!r}. "
                          f"Use a name like 'Pong' or 'SpaceInvaders' (known: {', '.join(sorted(known)[:12])}, ...)")
     return rom_id
 

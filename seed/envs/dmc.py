@@ -14,7 +14,7 @@ import gin
 import gymnasium as gym
 import numpy as np
 
-from seed.envs import ActorEnvs, register_family
+from seed.envs import ActorEnvs, register_family, unknown_name
 from seed.specs import ActionSpec, EnvSpec
 
 # No renderer: the suite's tasks run from states, and an absent display would make dm_control's
@@ -94,7 +94,7 @@ def create_dmc_envs(num_envs: int, task: str = "cheetah-run", action_repeat: int
         raise ValueError(f"create_dmc_envs.action_repeat={action_repeat}; it must be at least 1")
     names = task_names()
     if task not in names:
-        raise ValueError(f"unknown dm_control task {task!r}; use DOMAIN-TASK, one of {', '.join(names)}")
+        raise unknown_name("dm_control task", task, list(names), how="use DOMAIN-TASK, one of")
     domain, name = task.split("-", 1)
     env = gym.vector.SyncVectorEnv([lambda: DMControlEnv(domain, name, action_repeat)] * num_envs)
     actions = env.single_action_space

@@ -14,7 +14,7 @@ Envs come from one envpool pool per actor (seed/envs/pools.py)."""
 import gin
 import numpy as np
 
-from seed.envs import register_family
+from seed.envs import register_family, unknown_name
 from seed.envs.pools import PoolEnvs, envpool_module
 
 SCENARIOS = (
@@ -110,7 +110,7 @@ def create_football_envs(num_envs: int, scenario: str = "11_vs_11_easy_stochasti
         `num_threads`: envpool worker threads stepping this actor's envs (1: the actors share the cores).
     """
     if scenario not in SCENARIOS:
-        raise ValueError(f"unknown football scenario {scenario!r}; use one of {', '.join(SCENARIOS)}")
+        raise unknown_name("football scenario", scenario, list(SCENARIOS))
     if rewards not in REWARDS:
         raise ValueError(f"create_football_envs.rewards={rewards!r}; use 'scoring' or 'scoring,checkpoints'")
     if num_threads < 0:

@@ -8,7 +8,7 @@ unlimited set, the protocol of OpenAI's train-procgen numbers quoted in docs/env
 or hard distribution. No frame skip: a frame is an agent step."""
 import gin
 
-from seed.envs import register_family
+from seed.envs import register_family, unknown_name
 from seed.envs.pools import PoolEnvs, envpool_module
 
 GAMES = ("bigfish", "bossfight", "caveflyer", "chaser", "climber", "coinrun", "dodgeball", "fruitbot", "heist",
@@ -31,7 +31,7 @@ def create_procgen_envs(num_envs: int, game: str = "starpilot", distribution_mod
         `num_threads`: envpool worker threads stepping this actor's envs (1: the actors share the cores).
     """
     if game not in GAMES:
-        raise ValueError(f"unknown Procgen game {game!r}; use one of {', '.join(GAMES)}")
+        raise unknown_name("Procgen game", game, list(GAMES))
     if distribution_mode not in DISTRIBUTION_MODES:
         raise ValueError(f"create_procgen_envs.distribution_mode={distribution_mode!r}; use 'easy' or 'hard'")
     if num_levels < 0 or start_level < 0 or num_threads < 0:

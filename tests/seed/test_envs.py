@@ -71,8 +71,17 @@ def test_rewards_are_unclipped():
 
 
 def test_unknown_game_names_the_fix():
-    with pytest.raises(ValueError, match="unknown Atari game 'Pongg'.*like 'Pong'"):
+    with pytest.raises(ValueError, match=r"unknown Atari game 'Pongg' \(did you mean 'Pong'\?\).*like 'Pong'"):
         envs.create_atari_envs(1, game="Pongg")
+    with pytest.raises(ValueError, match=r"\(did you mean 'SpaceInvaders'\?\)"):
+        envs.create_atari_envs(1, game="Spaceinvader")
+
+
+def test_an_unknown_name_is_given_the_closest_known_one_only_when_it_is_close():
+    assert str(envs.unknown_name("game", "walker-wlak", ["walker-walk", "walker-run"])) == (
+        "unknown game 'walker-wlak' (did you mean 'walker-walk'?); use one of walker-walk, walker-run")
+    assert str(envs.unknown_name("scenario", "academy_3v1", ["academy_corner"], how="pick")) == (
+        "unknown scenario 'academy_3v1'; pick academy_corner")
 
 
 @pytest.mark.parametrize("setting, message", [
@@ -249,8 +258,8 @@ def test_dm_control_resets_are_seeded():
 
 
 def test_unknown_dm_control_tasks_and_action_repeats_are_refused_with_the_fix():
-    with pytest.raises(ValueError, match="unknown dm_control task 'cheetah_run'; use DOMAIN-TASK, one of .*"
-                                         "cheetah-run"):
+    with pytest.raises(ValueError, match=r"unknown dm_control task 'cheetah_run' \(did you mean 'cheetah-run'\?\); "
+                                         "use DOMAIN-TASK, one of .*cheetah-run"):
         envs.create_dmc_envs(1, task="cheetah_run")
     with pytest.raises(ValueError, match="action_repeat=0; it must be at least 1"):
         envs.create_dmc_envs(1, action_repeat=0)

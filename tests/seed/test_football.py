@@ -100,5 +100,7 @@ def test_pools_are_seeded():
 def test_unknown_scenarios_and_rewards_are_refused_with_the_fix():
     with pytest.raises(ValueError, match="unknown football scenario 'empty_goal'; use one of 11_vs_11_easy"):
         envs.create_football_envs(1, scenario="empty_goal")
+    with pytest.raises(ValueError, match=r"'academy_3_vs_1_keeper' \(did you mean 'academy_3_vs_1_with_keeper'\?\)"):
+        envs.create_football_envs(1, scenario="academy_3_vs_1_keeper")
     with pytest.raises(ValueError, match="use 'scoring' or 'scoring,checkpoints'"):
         envs.create_football_envs(1, rewards="checkpoints")

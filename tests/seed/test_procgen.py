@@ -42,7 +42,8 @@ def test_one_level_seed_replays_the_same_level_and_the_unlimited_set_does_not():
 
 
 def test_unknown_games_and_modes_are_refused_with_the_fix():
-    with pytest.raises(ValueError, match="unknown Procgen game 'star_pilot'; use one of bigfish"):
+    with pytest.raises(ValueError,
+                       match=r"unknown Procgen game 'star_pilot' \(did you mean 'starpilot'\?\); use one of bigfish"):
         envs.create_procgen_envs(1, game="star_pilot")
     with pytest.raises(ValueError, match="distribution_mode='extreme'; use 'easy' or 'hard'"):
         envs.create_procgen_envs(1, distribution_mode="extreme")
