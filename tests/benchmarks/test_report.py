@@ -102,6 +102,15 @@ def test_publish_copies_runs_and_adds_their_manifest_entry_with_commit_and_host(
                                        f"{learning}/cartpole_probe_seed3_segments.json, which is missing"]
 
 
+def test_targets_read_as_the_games_score_them():
+    assert report.fmt_target({"game": "Pong", "target": {"return": 18}}) == "+18"
+    assert report.fmt_target({"game": "Breakout", "target": {"return": 100}}) == "100"
+    assert report.fmt_target({"game": "Phoenix", "target": {"return": 6060.0}}) == "6,060"
+    # the same goal level as the Atari-5 table gives it, not rounded to another number
+    assert report.fmt_target({"game": "BattleZone", "target": {"return": 30832.7}}) == "30,832.7"
+    assert report.fmt_target({"game": "DoubleDunk", "target": {"return": -16.8}}) == "-16.8"
+
+
 def test_an_unknown_block_name_fails_naming_the_known_ones(tmp_path):
     (tmp_path / "benchmarks" / "results").mkdir(parents=True)
     (tmp_path / report.MANIFEST).write_text(json.dumps({"results": []}))
