@@ -44,14 +44,17 @@ def add_gin_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def resolve_config_path(name: str) -> str:
+    """A config file's path: `name` where it exists, else a bundled config of that bare name. A path
+    with a folder that does not exist is refused rather than replaced by the bundled file of its name,
+    which would run other settings than the ones the user meant."""
     path = pathlib.Path(name)
     if path.exists():
         return str(path)
     bundled = CONFIG_DIR / path.name
-    if bundled.exists():
+    if bundled.exists() and path.name == name:
         return str(bundled)
     available = ", ".join(sorted(p.name for p in CONFIG_DIR.glob("*.gin")))
-    raise SystemExit(f"error: gin config {name!r} not found (bundled configs: {available})")
+    raise SystemExit(f"error: gin config {name!r} not found (bundled configs: {available}, by bare name)")
 
 
 def parse(config_files: Sequence[str], bindings: Iterable[str], skip_unknown: bool = False) -> None:

@@ -50,6 +50,15 @@ def test_unknown_config_file_lists_the_bundled_ones(tmp_path):
     assert "'nope.gin' not found" in result.stderr and "atari_vtrace.gin" in result.stderr
 
 
+def test_a_config_path_is_resolved_by_bare_name_only_where_it_has_no_folder(tmp_path):
+    assert gin_setup.resolve_config_path("atari_vtrace.gin") == str(gin_setup.CONFIG_DIR / "atari_vtrace.gin")
+    mine = tmp_path / "atari_vtrace.gin"
+    mine.write_text("")
+    assert gin_setup.resolve_config_path(str(mine)) == str(mine)  # the user's file, not the bundled one
+    with pytest.raises(SystemExit, match="'mydir/atari_vtrace.gin' not found"):
+        gin_setup.resolve_config_path("mydir/atari_vtrace.gin")  # a typo in the folder is not the bundled file
+
+
 @pytest.mark.parametrize("config", sorted(p.name for p in gin_setup.CONFIG_DIR.glob("*.gin")))
 def test_bundled_configs_parse_for_both_roles(config):
     import actors.actor  # noqa: F401
