@@ -29,9 +29,10 @@ def backward_scan(deltas, factors):
     return tf.scan(backward, (deltas, factors), initializer=tf.zeros_like(deltas[0]), reverse=True)
 
 
-def masked_std(x, valid):
-    """The standard deviation of x over the mask's weight."""
-    return tf.sqrt(masked_mean(tf.square(x - masked_mean(x, valid)), valid))
+def masked_std(x, valid, mean=None):
+    """The standard deviation of x over the mask's weight (about `mean` where the caller has it)."""
+    mean = masked_mean(x, valid) if mean is None else mean
+    return tf.sqrt(masked_mean(tf.square(x - mean), valid))
 
 
 def normalize_advantages(x, valid, center: bool, scale=None, epsilon=1e-8):
@@ -39,9 +40,10 @@ def normalize_advantages(x, valid, center: bool, scale=None, epsilon=1e-8):
     deviation measured over more steps than x holds); with `center` its mean is subtracted first (PPO's
     per-minibatch standardisation), without it kept (V-trace's advantages already have the baseline
     subtracted, and shifting them would bias the gradient)."""
+    mean = masked_mean(x, valid)
     if scale is None:
-        scale = masked_std(x, valid)
-    return valid * (x - masked_mean(x, valid) if center else x) / (scale + epsilon)
+        scale = masked_std(x, valid, mean)
+    return valid * (x - mean if center else x) / (scale + epsilon)
 
 
 def clipped_surrogate_loss(log_rhos, advantages, valid, epsilon):

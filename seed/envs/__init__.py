@@ -13,7 +13,7 @@ whose game goes on: its `terminated` code says so
 as a reset step does while the emulator plays on.
 """
 import difflib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import gin
 import gymnasium
@@ -95,12 +95,17 @@ def create_envs(num_envs: int, factory=None) -> ActorEnvs:
     return (factory or FAMILIES["gym"])(num_envs)
 
 
+def did_you_mean(name: str, known: Iterable[str], shown: Callable[[str], str] = str) -> str:
+    """' (did you mean X?)' with the known name closest to `name` as `shown` writes it, or '' when none
+    is close: a typo is the usual cause of an unknown name, and a wrong guess misleads more than none."""
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.8)
+    return f" (did you mean {shown(close[0])!r}?)" if close else ""
+
+
 def unknown_name(what: str, name: str, known: list[str], how: str = "use one of") -> ValueError:
     """The one-line error for a game or task the family does not have: the closest known name first,
-    since a typo is the usual cause, then the names to choose from."""
-    close = difflib.get_close_matches(name, known, n=1, cutoff=0.8)  # a wrong guess misleads more than none
-    guess = f" (did you mean {close[0]!r}?)" if close else ""
-    return ValueError(f"unknown {what} {name!r}{guess}; {how} {', '.join(known)}")
+    then the names to choose from."""
+    return ValueError(f"unknown {what} {name!r}{did_you_mean(name, known)}; {how} {', '.join(known)}")
 
 
 def env_spec() -> EnvSpec:

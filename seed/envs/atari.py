@@ -1,11 +1,10 @@
 """Atari through ale-py's native vector env, with SEED RL's preprocessing."""
-import difflib
 import re
 
 import gin
 import numpy as np
 
-from seed.envs import ActorEnvs, register_family
+from seed.envs import ActorEnvs, did_you_mean, register_family
 from seed.settings import require_fraction, require_non_negative, require_positive
 from seed.specs import TERMINATED_LIFE_LOST, EnvSpec
 
@@ -16,8 +15,7 @@ def ale_rom_id(game: str) -> str:
     rom_id = re.sub(r"(?<!^)(?=[A-Z])", "_", game.strip()).lower().replace("-", "_")
     known = roms.get_all_rom_ids()
     if rom_id not in known:
-        close = difflib.get_close_matches(rom_id, known, n=1, cutoff=0.8)
-        guess = f" (did you mean {''.join(w.capitalize() for w in close[0].split('_'))!r}?)" if close else ""
+        guess = did_you_mean(rom_id, known, lambda rom: "".join(w.capitalize() for w in rom.split("_")))
         raise ValueError(f"unknown Atari game {game!r}{guess}: ale-py has no ROM {rom_id!r}. "
                          f"Use a name like 'Pong' or 'SpaceInvaders' (known: {', '.join(sorted(known)[:12])}, ...)")
     return rom_id
