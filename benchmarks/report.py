@@ -647,10 +647,10 @@ def _draw_suite(out: str, name: str, games: dict[str, list[tuple[int, tuple]]],
     plt.close(fig)
 
 
-def sticky_actions(e: dict, root: str = REPO) -> float | None:
-    """The probability of repeating the previous action that an entry's runs played with: its
-    bindings' `repeat_action_probability`, else its gin file's; None where neither says."""
-    pattern = r"repeat_action_probability\s*=\s*([0-9.]+)"
+def atari_setting(e: dict, name: str, root: str = REPO) -> float | None:
+    """The value of `create_atari_envs.<name>` an entry's runs played with: its bindings', else its gin
+    file's; None where neither says."""
+    pattern = name + r"\s*=\s*([0-9._]+)"
     for binding in reversed(e.get("bindings") or []):
         if match := re.search(pattern, binding):
             return float(match.group(1))
@@ -660,6 +660,26 @@ def sticky_actions(e: dict, root: str = REPO) -> float | None:
     except OSError:
         return None
     return float(match.group(1)) if match else None
+
+
+def sticky_actions(e: dict, root: str = REPO) -> float | None:
+    """The probability of repeating the previous action that an entry's runs played with."""
+    return atari_setting(e, "repeat_action_probability", root)
+
+
+# create_atari_envs.max_episode_frames's default, for an entry whose config does not set it.
+ATARI_EPISODE_LIMIT = 108_000
+
+
+def cut_at_limit(path: str, mark: float, limit: float) -> int:
+    """How many of the last WINDOW training episodes at `mark` frames (the curve's episodes up to it)
+    ran `limit` frames, the time limit: games cut before their play ended, as a policy that stalls the
+    game gets them; their return is the score when cut."""
+    with open(path) as f:
+        text = f.read()
+    rows = [r for r in csv.DictReader(text[:text.rfind("\n") + 1].splitlines())
+            if r["evaluation"] == "0" and int(r["env_frames"]) <= mark]
+    return sum(int(r["length_frames"]) >= limit for r in rows[-WINDOW:])
 
 
 def suite_config(entries) -> str:
@@ -736,9 +756,16 @@ def atari5(ctx: Context) -> list[str]:
             means[game] = [statistics.fmean(v) if v and None not in v else None for v in at]
             hns = means[game][-1]
             goal = atari5_scores.goal_return(game)
+            cut = ""
+            if hns is not None:
+                limit = atari_setting(games[game], "max_episode_frames", ctx.root) or ATARI_EPISODE_LIMIT
+                counts = [cut_at_limit(path, marks[-1], limit)
+                          for path in episodes_files(games[game], ctx.root).values()]
+                if any(counts):
+                    cut = f" ({' / '.join(map(str, counts))} of the last {WINDOW} games cut at the time limit)"
             rows.append([game, ", ".join(str(s) for s, _ in runs) or "-"]
                         + [f"{m:,.1f}" if m is not None else "-" for m in means[game]]
-                        + [f"{atari5_scores.human_normalized(game, hns):.1f} %" if hns is not None else "-",
+                        + [f"{atari5_scores.human_normalized(game, hns):.1f} %{cut}" if hns is not None else "-",
                            f"{goal:,.1f}: {_to_goal(runs, goal) if runs else '-'}",
                            f"{atari5_scores.RANDOM[game]:g} / {atari5_scores.HUMAN[game]:g}",
                            f"{atari5_scores.WEIGHTS[game]:g}"])
@@ -769,7 +796,9 @@ def atari5(ctx: Context) -> list[str]:
                      "is 10^(sum of weight x log10(1 + max(HNS, 0))) - 1 (benchmarks/atari5.py). A game's goal "
                      f"level is its return at {even:.1f} % human-normalised, the level that on all five games "
                      f"gives the goal's Atari-5 score of {atari5_scores.GOAL:g}; the time to it is the run's own "
-                     "training time on its host.*")
+                     "training time on its host. Games cut at the time limit (`max_episode_frames`, per seed) "
+                     "ended before their play did, as a policy that stalls the game gets them: their return is "
+                     "the score when cut, and the score counts it.*")
         lines.append("")
         lines += table(["game", "seeds"] + [f"at {fmt_budget(m)}" for m in marks]
                        + ["human-normalised at 10M", "goal level: first passed at (frames, training time)",

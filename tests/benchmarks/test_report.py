@@ -212,6 +212,38 @@ def test_the_atari5_table_scores_a_published_suite_by_hand_computed_values(tmp_p
     assert "[The suite's curves, a panel per game and the Atari-5 score](img/results/atari5_a5.png)" in text
 
 
+def test_the_atari5_table_counts_the_games_cut_at_the_time_limit(tmp_path):
+    import atari5
+    root = tmp_path
+    (root / "benchmarks" / "results").mkdir(parents=True)
+    (root / report.MANIFEST).write_text(json.dumps({"results": []}))
+    # DoubleDunk: 100 games of 100k frames to 10M, then 30 that ran the config's whole 108,000 frames (a
+    # policy that stalls the game) after the 10M mark, which must not count them. BattleZone's 100 games
+    # all ran the limit; 92 of them end by 10M frames, the mark.
+    (root / "seed" / "configs").mkdir(parents=True)
+    (root / "seed" / "configs" / "atari_vtrace.gin").write_text("create_atari_envs.max_episode_frames = 108_000\n")
+    run = root / "runs" / "d5_DoubleDunk_seed1"
+    run.parent.mkdir()
+    _fake_run(run, 1, 100_000, [-18.0] * 100)
+    with open(run / "episodes.csv", "a", newline="") as f:
+        for i in range(30):
+            csv.writer(f).writerow([10_000_000 + (i + 1) * 108_000, -2.0, -1.0, 108_000, 0, 1_800_000_200.0 + i])
+    _fake_run(root / "runs" / "d5_BattleZone_seed1", 1, 108_000, [atari5.RANDOM["BattleZone"]] * 100)
+    for game in ("DoubleDunk", "BattleZone"):
+        report.publish([str(root / "runs" / f"d5_{game}_seed1")], f"d5_{game}", str(root), agent="vtrace",
+                       env="atari", game=game, suite="d5", frames=10_000_000, host="test host",
+                       config="seed/configs/atari_vtrace.gin")
+    text = report.render_text("<!-- generated:atari5 -->\n<!-- /generated:atari5 -->\n", "docs/atari5.md",
+                              str(root), report.load_manifest(str(root)), {})
+    assert "| 0.0 % (92 of the last 100 games cut at the time limit) |" in text  # BattleZone
+    assert "| DoubleDunk | 1 | -18.0 | -18.0 | -18.0 | 27.3 % |" in text  # none of its first 100 was cut
+    # With a 150,000-frame limit in the config, BattleZone's 108,000-frame games were not cut.
+    (root / "seed" / "configs" / "atari_vtrace.gin").write_text("create_atari_envs.max_episode_frames = 150_000\n")
+    text = report.render_text("<!-- generated:atari5 -->\n<!-- /generated:atari5 -->\n", "docs/atari5.md",
+                              str(root), report.load_manifest(str(root)), {})
+    assert "cut at the time limit)" not in text
+
+
 def test_the_atari5_summary_gives_each_suite_its_score_or_the_games_it_lacks(tmp_path):
     import atari5
     root = tmp_path

@@ -59,7 +59,10 @@ class VTraceLoss:
                 unused with `clip_epsilon` > 0.
             `baseline_cost`: weight of the baseline loss 1/2 E[(v_s - V(x_s))^2] in the total (0.5).
             `entropy_cost`: weight of the entropy bonus, which keeps the policy exploring, at the first
-                gradient step (0.01; 0.005 in atari_vtrace.gin).
+                gradient step (0.01; 0.005 in atari_vtrace.gin). Half of Atari's, with centred advantages,
+                let BattleZone leave uniform play sooner but DoubleDunk's policy collapse into games it
+                stalls (one seed each,
+                benchmarks/experiments/2026-12-07-atari5-lower-entropy-namethisgame-doubledunk.md).
             `entropy_decay`: how that weight goes to `final_entropy_cost` over the run's gradient steps (the
                 ones the learning rate decays over: `training.schedule_frames`, else the budget): 'linear', or
                 'none' (it stays at `entropy_cost`) ('none'). PPO's Atari setting decays it from 0.01; on
