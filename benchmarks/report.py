@@ -682,6 +682,12 @@ def cut_at_limit(path: str, mark: float, limit: float) -> int:
     return sum(int(r["length_frames"]) >= limit for r in rows[-WINDOW:])
 
 
+def cut_counts(e: dict, mark: float, root: str = REPO) -> list[int]:
+    """cut_at_limit for each seed of an Atari entry, at its config's time limit."""
+    limit = atari_setting(e, "max_episode_frames", root) or ATARI_EPISODE_LIMIT
+    return [cut_at_limit(path, mark, limit) for path in episodes_files(e, root).values()]
+
+
 def suite_config(entries) -> str:
     """What a suite's games trained with, for its caption: the gin file and any bindings beyond it, so
     that suites of a search say which lever each one is."""
@@ -726,6 +732,9 @@ def atari5_summary(ctx: Context) -> list[str]:
         missing = [g for g in atari5_scores.GAMES if g not in at_budget]
         score = (f"**{atari5_scores.atari5_score(at_budget):.1f}**" if not missing
                  else "- (no 10M result for " + ", ".join(missing) + ")")
+        cut = [g for g in at_budget if any(cut_counts(games[g], budget, ctx.root))]
+        if cut:
+            score += f"; counts games cut at the time limit in {', '.join(cut)}"
         hns = {g: atari5_scores.human_normalized(g, v) for g, v in at_budget.items()}
         lowest = min(hns, key=hns.get) if hns else None
         rows.append([f"`{name}`", suite_config(games.values()),
@@ -757,12 +766,8 @@ def atari5(ctx: Context) -> list[str]:
             hns = means[game][-1]
             goal = atari5_scores.goal_return(game)
             cut = ""
-            if hns is not None:
-                limit = atari_setting(games[game], "max_episode_frames", ctx.root) or ATARI_EPISODE_LIMIT
-                counts = [cut_at_limit(path, marks[-1], limit)
-                          for path in episodes_files(games[game], ctx.root).values()]
-                if any(counts):
-                    cut = f" ({' / '.join(map(str, counts))} of the last {WINDOW} games cut at the time limit)"
+            if hns is not None and any(counts := cut_counts(games[game], marks[-1], ctx.root)):
+                cut = f" ({' / '.join(map(str, counts))} of the last {WINDOW} games cut at the time limit)"
             rows.append([game, ", ".join(str(s) for s, _ in runs) or "-"]
                         + [f"{m:,.1f}" if m is not None else "-" for m in means[game]]
                         + [f"{atari5_scores.human_normalized(game, hns):.1f} %{cut}" if hns is not None else "-",

@@ -237,6 +237,9 @@ def test_the_atari5_table_counts_the_games_cut_at_the_time_limit(tmp_path):
                               str(root), report.load_manifest(str(root)), {})
     assert "| 0.0 % (92 of the last 100 games cut at the time limit) |" in text  # BattleZone
     assert "| DoubleDunk | 1 | -18.0 | -18.0 | -18.0 | 27.3 % |" in text  # none of its first 100 was cut
+    summary = report.render_text("<!-- generated:atari5_summary -->\n<!-- /generated:atari5_summary -->\n",
+                                 "README.md", str(root), report.load_manifest(str(root)), {})
+    assert "Qbert); counts games cut at the time limit in BattleZone |" in summary
     # With a 150,000-frame limit in the config, BattleZone's 108,000-frame games were not cut.
     (root / "seed" / "configs" / "atari_vtrace.gin").write_text("create_atari_envs.max_episode_frames = 150_000\n")
     text = report.render_text("<!-- generated:atari5 -->\n<!-- /generated:atari5 -->\n", "docs/atari5.md",
