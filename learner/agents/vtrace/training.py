@@ -42,7 +42,8 @@ class VTraceLoss:
     def __init__(self, discount: float = 0.99, lambda_: float = 1.0, clip_rho_threshold: float = 1.0,
                  clip_c_threshold: float = 1.0, clip_pg_rho_threshold: float = 1.0,
                  baseline_cost: float = 0.5, entropy_cost: float = 0.01, entropy_decay: str = "none",
-                 final_entropy_cost: float = 0.0, normalize_advantages: bool = False,
+                 final_entropy_cost: float = 0.0, entropy_floor: float = 0.0, entropy_floor_cost: float = 0.0,
+                 normalize_advantages: bool = False,
                  center_advantages: bool = False, advantage_scale: str = "minibatch",
                  clip_epsilon: float = 0.0, policy_cloning_cost: float = 0.0,
                  value_cloning_cost: float = 0.0,
@@ -69,6 +70,14 @@ class VTraceLoss:
                 V-trace's BattleZone that start held the policy at uniform for 4M frames (one seed,
                 benchmarks/experiments/2026-12-07-atari5-battlezone-ppo-schedules.md).
             `final_entropy_cost`: the weight at the last gradient step with 'linear' (0.0).
+            `entropy_floor`: the policy's mean entropy per step, in nats, below which `entropy_floor_cost`
+                weighs the shortfall, max(0, floor - entropy), in the loss: a bonus that acts only once the
+                policy has narrowed past the floor, so a game can leave uniform play early without its
+                policy collapsing to one action (0.0: off; uniform over Atari's 18 actions is 2.89).
+                A lever of the Atari-5 search against DoubleDunk's collapse at a low entropy cost
+                (benchmarks/experiments/2026-12-07-atari5-lower-entropy-namethisgame-doubledunk.md);
+                not yet measured.
+            `entropy_floor_cost`: the weight of that shortfall (0.0).
             `normalize_advantages`: divide the policy-gradient advantages by their standard deviation over
                 the batch's valid steps, as PPO does (False; True in atari_vtrace.gin), so the policy term's
                 scale no longer follows the reward scale and `entropy_cost` weighs against a term of size ~1.
@@ -117,6 +126,7 @@ class VTraceLoss:
         require_non_negative("VTraceLoss", clip_rho_threshold=clip_rho_threshold, clip_c_threshold=clip_c_threshold,
                              clip_pg_rho_threshold=clip_pg_rho_threshold, baseline_cost=baseline_cost,
                              entropy_cost=entropy_cost, final_entropy_cost=final_entropy_cost,
+                             entropy_floor=entropy_floor, entropy_floor_cost=entropy_floor_cost,
                              policy_cloning_cost=policy_cloning_cost,
                              value_cloning_cost=value_cloning_cost)
         self.discount = discount
@@ -128,6 +138,8 @@ class VTraceLoss:
         self.entropy_cost = entropy_cost
         self.entropy_decay = check_entropy_decay("VTraceLoss", entropy_decay)
         self.final_entropy_cost = final_entropy_cost
+        self.entropy_floor = entropy_floor
+        self.entropy_floor_cost = entropy_floor_cost
         self.normalize_advantages = normalize_advantages
         if advantage_scale not in ADVANTAGE_SCALES:
             raise ValueError(f"unknown VTraceLoss.advantage_scale {advantage_scale!r}; use one of {ADVANTAGE_SCALES}")
@@ -203,6 +215,8 @@ class VTraceLoss:
         entropy_cost = entropy_weight(self.entropy_cost, self.final_entropy_cost, self.entropy_decay, progress)
         total = (pg_loss + self.baseline_cost * baseline_loss + entropy_cost * entropy_loss
                  + self.policy_cloning_cost * policy_cloning + self.value_cloning_cost * value_cloning)
+        if self.entropy_floor_cost:
+            total += self.entropy_floor_cost * tf.nn.relu(self.entropy_floor + entropy_loss)  # entropy_loss = -H
         rhos = tf.exp(log_rhos)
         clipped = (tf.cast(tf.abs(rhos - 1.0) > self.clip_epsilon, tf.float32) if self.clip_epsilon
                    else tf.zeros_like(rhos))

@@ -412,6 +412,40 @@ def test_a_decaying_entropy_cost_weighs_the_entropy_by_the_share_of_the_runs_gra
         VTraceLoss(entropy_decay="linear", final_entropy_cost=-0.1)
 
 
+def test_an_entropy_floor_weighs_only_the_shortfall_below_it_and_raises_a_narrow_policys_entropy():
+    """entropy_floor: the loss grows by entropy_floor_cost x (floor - entropy) where the policy's mean
+    entropy is below the floor, not at all above it; gradient steps on that term alone widen the policy."""
+    import tensorflow as tf
+
+    from learner.agents.vtrace.training import VTraceLoss
+    rng = np.random.default_rng(11)
+    agent = ActorCriticNetwork(3, (4, 1), "float32", torso="mlp")
+    unrolls = random_unrolls(rng, 4, 6, (4, 1), "float32", 3, agent.state_size)
+    tensors = {k: tf.constant(v) for k, v in unrolls.items()}
+    plain, metrics, _ = VTraceLoss(entropy_cost=0.0)(agent, tensors)
+    entropy = -float(metrics["loss/entropy"])
+    assert 0.5 < entropy < np.log(3)
+    below = VTraceLoss(entropy_cost=0.0, entropy_floor=np.log(3), entropy_floor_cost=2.0)(agent, tensors)[0]
+    np.testing.assert_allclose(float(below - plain), 2.0 * (np.log(3) - entropy), rtol=1e-4)
+    above = VTraceLoss(entropy_cost=0.0, entropy_floor=0.5, entropy_floor_cost=2.0)(agent, tensors)[0]
+    assert float(above) == pytest.approx(float(plain))
+    with pytest.raises(ValueError, match="entropy_floor_cost"):
+        VTraceLoss(entropy_floor_cost=-1.0)
+    # The floor's term alone (no policy, baseline or entropy terms) raises the entropy step by step.
+    floor_only = VTraceLoss(entropy_cost=0.0, baseline_cost=0.0, entropy_floor=np.log(3), entropy_floor_cost=1.0)
+    optimizer = keras.optimizers.SGD(0.5)
+    entropies = []
+    for _ in range(3):
+        with tf.GradientTape() as tape:
+            total, metrics, _ = floor_only(agent, tensors)
+            pg = metrics["loss/policy"]
+            objective = total - pg  # the floor's term only
+        entropies.append(-float(metrics["loss/entropy"]))
+        grads = tape.gradient(objective, agent.trainable_variables)
+        optimizer.apply_gradients([(g, v) for g, v in zip(grads, agent.trainable_variables) if g is not None])
+    assert entropies[0] < entropies[1] < entropies[2]
+
+
 def test_a_batch_advantage_scale_is_the_whole_batchs_deviation_under_the_stored_values_in_every_minibatch():
     """advantage_scale='batch': the deviation of the advantages the behaviour values give (rho = 1,
     lambda-returns by hand here) rides along the batch, and the loss divides by it instead of the
