@@ -30,6 +30,7 @@ import csv
 import datetime
 import functools
 import glob
+import inspect
 import json
 import os
 import re
@@ -45,7 +46,8 @@ sys.path.insert(0, REPO)
 import atari5 as atari5_scores  # noqa: E402  (benchmarks/)
 from learning import THRESHOLDS, copy_out, read_segments, return_at, summarize, training_seconds, write_csv  # noqa: E402
 
-from seed.plot import curve, draw, plot_runs, read_episodes  # noqa: E402
+from seed.envs.atari import create_atari_envs  # noqa: E402
+from seed.plot import curve, draw, plot_runs, read_episodes, read_training_rows  # noqa: E402
 
 MANIFEST = "benchmarks/results/manifest.json"
 LEARNING_DIR = "benchmarks/results/learning"
@@ -667,24 +669,18 @@ def sticky_actions(e: dict, root: str = REPO) -> float | None:
     return atari_setting(e, "repeat_action_probability", root)
 
 
-# create_atari_envs.max_episode_frames's default, for an entry whose config does not set it.
-ATARI_EPISODE_LIMIT = 108_000
-
-
 def cut_at_limit(path: str, mark: float, limit: float) -> int:
     """How many of the last WINDOW training episodes at `mark` frames (the curve's episodes up to it)
     ran `limit` frames, the time limit: games cut before their play ended, as a policy that stalls the
     game gets them; their return is the score when cut."""
-    with open(path) as f:
-        text = f.read()
-    rows = [r for r in csv.DictReader(text[:text.rfind("\n") + 1].splitlines())
-            if r["evaluation"] == "0" and int(r["env_frames"]) <= mark]
+    rows = [r for r in read_training_rows(path) if int(r["env_frames"]) <= mark]
     return sum(int(r["length_frames"]) >= limit for r in rows[-WINDOW:])
 
 
 def cut_counts(e: dict, mark: float, root: str = REPO) -> list[int]:
-    """cut_at_limit for each seed of an Atari entry, at its config's time limit."""
-    limit = atari_setting(e, "max_episode_frames", root) or ATARI_EPISODE_LIMIT
+    """cut_at_limit for each seed of an Atari entry, at its config's time limit (else the env's default)."""
+    limit = atari_setting(e, "max_episode_frames", root) or \
+        inspect.signature(create_atari_envs).parameters["max_episode_frames"].default
     return [cut_at_limit(path, mark, limit) for path in episodes_files(e, root).values()]
 
 

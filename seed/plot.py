@@ -40,17 +40,22 @@ def episodes_csv(run: str) -> str:
     return run if os.path.isfile(run) else os.path.join(run, "episodes.csv")
 
 
-def read_episodes(run: str) -> list[Episode]:
-    """The training envs' episodes of a run directory or a copy of its episodes.csv; a row still
-    being written is left out. Files from before episodes.csv had a `time` column give None."""
+def read_training_rows(run: str) -> list[dict[str, str]]:
+    """The training envs' rows of a run directory's episodes.csv (or a copy of it), as written; a row
+    still being written is left out."""
     path = episodes_csv(run)
     if not os.path.exists(path):
         return []
     with open(path) as f:
         text = f.read()
-    rows = list(csv.DictReader(text[:text.rfind("\n") + 1].splitlines()))
+    return [r for r in csv.DictReader(text[:text.rfind("\n") + 1].splitlines()) if r["evaluation"] == "0"]
+
+
+def read_episodes(run: str) -> list[Episode]:
+    """The training envs' episodes of a run directory or a copy of its episodes.csv. Files from before
+    episodes.csv had a `time` column give None."""
     return [(int(r["env_frames"]), float(r["raw_return"]), float(r["time"]) if r.get("time") else None)
-            for r in rows if r["evaluation"] == "0"]
+            for r in read_training_rows(run)]
 
 
 def curve(episodes: Sequence[Episode], window: int, start_time: float | None = None) -> list[Row]:
