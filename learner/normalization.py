@@ -51,11 +51,14 @@ class ObservationNormalizer(RunningMeanVariance):
 class RewardScaler(RunningMeanVariance):
     """Divides rewards by the running standard deviation of each env's discounted return (the
     scaling of CleanRL's and Stable-Baselines' PPO on MuJoCo): value targets keep a scale near 1
-    whatever the task's reward scale. Keeps one discounted return per env slot."""
+    whatever the task's reward scale. Keeps one discounted return per env slot. The scaled reward is
+    clipped to +-`clip`, as theirs is: the first steps' returns can agree to the last digit (every env
+    scoring the same first reward), and their deviation of about 0 would otherwise scale that reward
+    by 1/sqrt(epsilon)."""
 
-    def __init__(self, max_slots: int, discount: float, epsilon: float = 1e-8):
+    def __init__(self, max_slots: int, discount: float, epsilon: float = 1e-8, clip: float = 10.0):
         super().__init__((), name="reward_scaler")
-        self.discount, self.epsilon = discount, epsilon
+        self.discount, self.epsilon, self.clip = discount, epsilon, clip
         self._returns = np.zeros(max_slots, np.float64)
 
     def __call__(self, slot_ids: np.ndarray, rewards: np.ndarray, first: np.ndarray) -> np.ndarray:
@@ -63,7 +66,8 @@ class RewardScaler(RunningMeanVariance):
         returns = self._returns[slot_ids] * self.discount * ~first + rewards
         self._returns[slot_ids] = returns
         self.update(returns)
-        return (rewards / np.sqrt(self.variance.numpy() + self.epsilon)).astype(np.float32)
+        scaled = rewards / np.sqrt(self.variance.numpy() + self.epsilon)
+        return np.clip(scaled, -self.clip, self.clip).astype(np.float32)
 
     def reset(self, slot_ids: np.ndarray) -> None:
         self._returns[slot_ids] = 0.0

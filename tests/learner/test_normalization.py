@@ -46,3 +46,11 @@ def test_rewards_are_divided_by_the_standard_deviation_of_each_slots_discounted_
     out2 = scaler(np.array([0, 1]), np.array([1.0, 1.0], np.float32), ~first)
     returns = np.concatenate([returns, [1.0 * 0.5 + 1.0, 3.0 * 0.5 + 1.0]])
     np.testing.assert_allclose(out2, [1.0, 1.0] / np.sqrt(returns.var() + 1e-8), rtol=1e-6)
+
+
+def test_a_scaled_reward_is_clipped_where_the_returns_deviation_is_about_zero():
+    scaler = RewardScaler(max_slots=2, discount=0.9)
+    same = scaler(np.array([0, 1]), np.array([2.0, 2.0], np.float32), np.array([True, True]))
+    np.testing.assert_array_equal(same, [10.0, 10.0])  # 2 / sqrt(0 + 1e-8) without the clip
+    assert RewardScaler(max_slots=1, discount=0.9, clip=3.0)(
+        np.array([0]), np.array([-5.0], np.float32), np.array([True]))[0] == -3.0

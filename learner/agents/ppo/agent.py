@@ -45,7 +45,8 @@ class PPOAgent:
         `squash_actions`: continuous actions only: a tanh-Gaussian scaled to the bounds instead of a
             Gaussian whose samples are clipped to them (False).
         `scale_rewards`: divide rewards by the running standard deviation of each env's discounted return,
-            over all actors (False; True in mujoco_ppo.gin), after `training.reward_clipping`.
+            over all actors, after `training.reward_clipping`, and clip the result to +-10 as CleanRL does
+            (False; True in mujoco_ppo.gin).
         `recompute_advantages`: compute GAE again before every epoch after the first, from the values the
             network gave each step in the previous epoch's minibatches (and its values now for the
             unrolls' bootstrap steps), instead of once per batch from the values stored when acting

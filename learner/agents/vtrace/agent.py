@@ -13,6 +13,7 @@ from learner.data.adders import UnrollAdder
 from learner.data.unroll_replay import SOURCE_KINDS, UnrollMix, needs_features
 from learner.data.unrolls import UnrollQueue
 from learner.networks import ActorCriticNetwork, EnvOutput
+from learner.normalization import RewardScaler
 from learner.optimizers import create_optimizer
 from seed.settings import require_positive
 from seed.specs import EnvSpec
@@ -58,6 +59,12 @@ class VTraceAgent:
             learning-rate schedule counts those steps.
         `checkpoint_replay`: save the replays of a mix beside every checkpoint and restore them on resume
             (as R2D2Agent's), instead of refilling them (False).
+        `scale_rewards`: divide each reward, after `training.reward_clipping`, by the running standard
+            deviation of its env's discounted return (learner/normalization.py's RewardScaler, as
+            `PPOAgent.scale_rewards`), so the value targets keep a scale near 1 (False). With
+            `training.reward_clipping='none'` it replaces Atari's clipping to +-1, which makes every
+            scoring event alike, by a scale that keeps rewards' relative sizes: a lever of the Atari-5
+            search, not yet measured.
     """
 
     supports_strategy = True
@@ -67,7 +74,8 @@ class VTraceAgent:
     def __init__(self, context: AgentContext, unroll_length: int = 20, batch_size: int = 32,
                  unroll_queue_capacity: int = 64, sources: dict[str, float] | None = None,
                  replay_capacity: int = 1024, min_replay_unrolls: int = 64, epochs: int = 1,
-                 minibatches: int = 1, checkpoint_replay: bool = False, replay_features: str = "core"):
+                 minibatches: int = 1, checkpoint_replay: bool = False, replay_features: str = "core",
+                 scale_rewards: bool = False):
         spec = context.spec
         require_positive("VTraceAgent", unroll_length=unroll_length, batch_size=batch_size,
                          unroll_queue_capacity=unroll_queue_capacity, replay_capacity=replay_capacity,
@@ -115,6 +123,7 @@ class VTraceAgent:
         # The loss names the mix's sources by the index each batch row carries (SOURCE_KINDS' order).
         self.trainer = VTraceTrainer(self.network, self.optimizer, loss=VTraceLoss(sources=SOURCE_KINDS),
                                      strategy=strategy, num_training_steps=num_training_steps)
+        self.reward_scaler = RewardScaler(context.max_slots, self.trainer.loss.discount) if scale_rewards else None
         self.batch_size = batch_size
         self.epochs = epochs
         self.minibatches = minibatches
@@ -172,9 +181,10 @@ class VTraceAgent:
                                   spec.observation_dtype)
 
     def act(self, slot_ids: np.ndarray, step):
+        reward = step.reward if self.reward_scaler is None else self.reward_scaler(slot_ids, step.reward, step.first)
         actions, logits, values, features, new_state = (x.numpy() for x in self.policy(
-            step.prev_action, EnvOutput(step.reward, step.first, step.observation), step.core_state))
-        stored = {"observation": step.frame, "reward": step.reward, "first": step.first,
+            step.prev_action, EnvOutput(reward, step.first, step.observation), step.core_state))
+        stored = {"observation": step.frame, "reward": reward, "first": step.first,
                   "terminated": step.terminated, "truncated": step.truncated, "prev_action": step.prev_action,
                   "action": actions, "behaviour_logits": logits, "behaviour_value": values,
                   "core_state": step.core_state, "features": features}
@@ -183,6 +193,8 @@ class VTraceAgent:
 
     def release(self, slot_ids: np.ndarray) -> None:
         self.adder.release(slot_ids)
+        if self.reward_scaler is not None:
+            self.reward_scaler.reset(slot_ids)
 
     def update(self, batch) -> tuple[dict[str, float], int]:
         """Returns the update's metrics (averaged over its gradient steps) and the environment frames it
@@ -207,4 +219,7 @@ class VTraceAgent:
         return metrics, self.data.last_fresh * self.frames_per_unroll
 
     def trackables(self) -> dict[str, object]:
-        return {"agent": self.network, "optimizer": self.optimizer}
+        tracked = {"agent": self.network, "optimizer": self.optimizer}
+        if self.reward_scaler is not None:
+            tracked["reward_scaler"] = self.reward_scaler
+        return tracked

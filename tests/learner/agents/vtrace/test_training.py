@@ -480,3 +480,26 @@ def test_a_batch_advantage_scale_is_the_whole_batchs_deviation_under_the_stored_
         assert np.isfinite(metrics["loss/total"]) and metrics["update_applied"]
     with pytest.raises(ValueError, match="VTraceLoss.advantage_scale 'running'.*'batch'"):
         VTraceLoss(advantage_scale="running")
+
+
+def test_scaled_rewards_are_the_same_whatever_the_reward_scale_and_checkpointed():
+    """With `scale_rewards` the stored and fed rewards are the raw ones over the running deviation of the
+    discounted return: a game scoring 1,000 per event trains on what a game scoring 1 does."""
+    from learner.agents import VTraceAgent
+    from tests.learner.agents.test_contract import first_batch, make
+
+    stored = {}
+    for reward in (1.0, 1000.0):
+        agent, pipeline = make("VTraceAgent", scale_rewards=True)
+        stored[reward] = first_batch(agent, pipeline, np.random.default_rng(3), reward=reward)["reward"]
+        assert "reward_scaler" in agent.trackables()
+        agent.data.close()
+    np.testing.assert_allclose(stored[1000.0], stored[1.0], rtol=1e-5)
+    # The first step's returns all agree (deviation 0): clipped at 10. Later ones vary with the episodes'
+    # lengths, so their deviation scales a constant reward to something other than itself.
+    np.testing.assert_array_equal(stored[1.0][0], 10.0)
+    assert (0.0 < stored[1.0][1:]).all() and (stored[1.0][1:] < 10.0).all() and not np.allclose(stored[1.0][1:], 1.0)
+    plain, pipeline = make("VTraceAgent")
+    assert (first_batch(plain, pipeline, np.random.default_rng(3), reward=1000.0)["reward"] == 1000.0).all()
+    assert "reward_scaler" not in plain.trackables() and isinstance(plain, VTraceAgent)
+    plain.data.close()
