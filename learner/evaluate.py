@@ -38,8 +38,9 @@ def parse_args(argv):
 
 
 def evaluate(policy, envs, num_stacked_frames: int, episodes: int, epsilon: float, seed: int, recorder=None,
-             on_episode=None):
-    """Plays until `episodes` episodes ended; returns their (raw return, length in frames).
+             on_episode=None, max_steps: int | None = None):
+    """Plays until `episodes` episodes ended, or until `max_steps` policy calls (one step of every env
+    each) were made; returns the ended episodes' (raw return, length in frames).
     `recorder(frame)` gets env 0's observations until its first episode ends;
     `on_episode(number, raw return, length in frames)` hears of each episode as it ends."""
     import numpy as np
@@ -57,7 +58,9 @@ def evaluate(policy, envs, num_stacked_frames: int, episodes: int, epsilon: floa
     observations = envs.reset(seed=seed)
     steps = EnvStepBatch.from_env(observations, np.zeros(n, np.float32), np.zeros(n, np.uint8), np.zeros(n, bool))
     results = []
-    while len(results) < episodes:
+    calls = 0
+    while len(results) < episodes and (max_steps is None or calls < max_steps):
+        calls += 1
         step, finished = table.observe(slot_ids, steps)
         if recorder is not None:
             recorder(steps.observations[0])
@@ -111,27 +114,33 @@ class VideoWriter:
 
 def main(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    import actors.actor  # noqa: F401  registers every configurable the saved configs name
-    import learner.learner  # noqa: F401  and every agent's (learner.agents)
-    from seed import gin_setup
-
-    configs = [os.path.join(args.logdir, f"{role}_operative_config.gin") for role in ("actor", "learner")]
-    configs = [c for c in configs if os.path.exists(c)]
-    if not configs:
-        print(f"seed-eval: error: no operative config in {args.logdir!r}; is it a seed run directory?",
-              file=sys.stderr)
-        return 2
-    gin_setup.parse(configs + args.gin_config, args.gin_bindings)
     try:
+        load_run_configs(args.logdir, args.gin_config, args.gin_bindings)
         return _evaluate_run(args)
     except ValueError as e:
         print(f"seed-eval: error: {e}", file=sys.stderr)
         return 2
 
 
-def _evaluate_run(args) -> int:
+def load_run_configs(logdir: str, gin_config=(), gin_bindings=()) -> None:
+    """Parses the run's saved operative configs (then `gin_config` files and `gin_bindings` over them), so
+    that gin builds the env and network the run trained; ValueError where `logdir` holds none."""
+    import actors.actor  # noqa: F401  registers every configurable the saved configs name
+    import learner.learner  # noqa: F401  and every agent's (learner.agents)
+    from seed import gin_setup
+
+    configs = [os.path.join(logdir, f"{role}_operative_config.gin") for role in ("actor", "learner")]
+    configs = [c for c in configs if os.path.exists(c)]
+    if not configs:
+        raise ValueError(f"no operative config in {logdir!r}; is it a seed run directory?")
+    gin_setup.parse(configs + list(gin_config), list(gin_bindings))
+
+
+def restore_policy(logdir: str, num_envs: int):
+    """The run's agent name, evaluation policy restored from its latest checkpoint, `num_envs` envs of its
+    env family and its frame stack, once the run's operative configs are parsed; ValueError (envs closed)
+    where the agent has no weights or the run no checkpoint."""
     import gin
-    import numpy as np
     import tensorflow as tf
 
     from learner.agents import AGENTS
@@ -139,17 +148,22 @@ def _evaluate_run(args) -> int:
 
     agent_name = gin.query_parameter("training.agent").scoped_configurable_fn.__name__
     stacked = gin.query_parameter("training.num_stacked_frames")
-    envs = seed_envs.create_envs(args.num_envs)
+    envs = seed_envs.create_envs(num_envs)
     policy = AGENTS[agent_name].evaluation_policy(envs.spec, stacked)
-    if policy is None:
-        envs.close()
-        raise ValueError(f"{agent_name} has no evaluation policy (it has no weights to play)")
-    checkpoints = os.path.join(args.logdir, "checkpoints")
+    checkpoints = os.path.join(logdir, "checkpoints")
     latest = tf.train.latest_checkpoint(checkpoints)
-    if latest is None:
-        print(f"seed-eval: error: no checkpoint in {checkpoints!r}", file=sys.stderr)
-        return 2
+    if policy is None or latest is None:
+        envs.close()
+        raise ValueError(f"{agent_name} has no evaluation policy (it has no weights to play)" if policy is None
+                         else f"no checkpoint in {checkpoints!r}")
     tf.train.Checkpoint(agent=policy.network).restore(latest).expect_partial()
+    return agent_name, policy, envs, stacked, latest
+
+
+def _evaluate_run(args) -> int:
+    import numpy as np
+
+    _, policy, envs, stacked, latest = restore_policy(args.logdir, args.num_envs)
     video = VideoWriter(args.video, envs.spec) if args.video else None
     def progress(number, raw_return, frames):  # a Pong episode can take minutes: show each one
         print(f"episode {number}/{args.episodes}: return {raw_return:.1f}, {frames} frames", file=sys.stderr,
