@@ -21,7 +21,6 @@ from seed.settings import require_fraction, require_non_negative
 # What VTraceLoss sums per source of a mixed batch, each over all valid steps.
 SOURCE_PARTS = ("rho", "kl", "clipped", "steps")
 ADVANTAGE_SCALES = ("minibatch", "batch")
-ENTROPY_FLOOR_SCOPES = ("batch", "step")
 # The batch field, [T+1, B], that carries VTraceLoss.advantage_scale='batch''s deviation to every minibatch.
 ADVANTAGE_SCALE = "advantage_scale"
 
@@ -44,7 +43,6 @@ class VTraceLoss:
                  clip_c_threshold: float = 1.0, clip_pg_rho_threshold: float = 1.0,
                  baseline_cost: float = 0.5, entropy_cost: float = 0.01, entropy_decay: str = "none",
                  final_entropy_cost: float = 0.0, entropy_floor: float = 0.0, entropy_floor_cost: float = 0.0,
-                 entropy_floor_scope: str = "batch",
                  normalize_advantages: bool = False,
                  center_advantages: bool = False, advantage_scale: str = "minibatch",
                  clip_epsilon: float = 0.0, policy_cloning_cost: float = 0.0,
@@ -72,18 +70,14 @@ class VTraceLoss:
                 V-trace's BattleZone that start held the policy at uniform for 4M frames (one seed,
                 benchmarks/experiments/2026-12-07-atari5-battlezone-ppo-schedules.md).
             `final_entropy_cost`: the weight at the last gradient step with 'linear' (0.0).
-            `entropy_floor`: the policy's entropy, in nats, below which `entropy_floor_cost` weighs the
-                shortfall, max(0, floor - entropy), in the loss: a bonus that acts only once the policy has
-                narrowed past the floor, so a game can leave uniform play early without its policy
-                collapsing to one action (0.0: off; uniform over Atari's 18 actions is 2.89). A lever of
-                the Atari-5 search against DoubleDunk's collapse at a low entropy cost: a floor of 1.0 on
-                the batch's mean held that mean at about 1.3, yet the policy found the stalled games all
-                the same (one seed, benchmarks/experiments/2026-12-07-atari5-entropy-floor-doubledunk.md).
+            `entropy_floor`: the policy's mean entropy over the batch's steps, in nats, below which
+                `entropy_floor_cost` weighs the shortfall, max(0, floor - entropy), in the loss: a bonus that
+                acts only once the policy has narrowed past the floor, so a game can leave uniform play early
+                without its policy collapsing to one action (0.0: off; uniform over Atari's 18 actions is
+                2.89). A lever of the Atari-5 search against DoubleDunk's collapse at a low entropy cost: a
+                floor of 1.0 kept the policy above 1.2 nats in every state sampled, and it stalled the games
+                all the same (one seed, benchmarks/experiments/2026-12-07-atari5-entropy-floor-doubledunk.md).
             `entropy_floor_cost`: the weight of that shortfall (0.0).
-            `entropy_floor_scope`: whose entropy the floor holds: 'batch', the mean over the batch's valid
-                steps (one shortfall per batch, so steps far above the floor hide steps at 0); or 'step',
-                each step's own (the mean of every step's shortfall, so a state where the policy has become
-                deterministic is pushed back however wide the others are) ('batch').
             `normalize_advantages`: divide the policy-gradient advantages by their standard deviation over
                 the batch's valid steps, as PPO does (False; True in atari_vtrace.gin), so the policy term's
                 scale no longer follows the reward scale and `entropy_cost` weighs against a term of size ~1.
@@ -146,10 +140,6 @@ class VTraceLoss:
         self.final_entropy_cost = final_entropy_cost
         self.entropy_floor = entropy_floor
         self.entropy_floor_cost = entropy_floor_cost
-        if entropy_floor_scope not in ENTROPY_FLOOR_SCOPES:
-            raise ValueError(f"unknown VTraceLoss.entropy_floor_scope {entropy_floor_scope!r}; use one of "
-                             f"{ENTROPY_FLOOR_SCOPES}")
-        self.entropy_floor_scope = entropy_floor_scope
         self.normalize_advantages = normalize_advantages
         if advantage_scale not in ADVANTAGE_SCALES:
             raise ValueError(f"unknown VTraceLoss.advantage_scale {advantage_scale!r}; use one of {ADVANTAGE_SCALES}")
@@ -226,11 +216,7 @@ class VTraceLoss:
         total = (pg_loss + self.baseline_cost * baseline_loss + entropy_cost * entropy_loss
                  + self.policy_cloning_cost * policy_cloning + self.value_cloning_cost * value_cloning)
         if self.entropy_floor_cost:
-            if self.entropy_floor_scope == "step":
-                shortfall = vtrace.masked_mean(tf.nn.relu(self.entropy_floor - vtrace.entropy(logits)), weighted)
-            else:
-                shortfall = tf.nn.relu(self.entropy_floor + entropy_loss)  # entropy_loss = -(mean entropy)
-            total += self.entropy_floor_cost * shortfall
+            total += self.entropy_floor_cost * tf.nn.relu(self.entropy_floor + entropy_loss)  # entropy_loss = -H
         rhos = tf.exp(log_rhos)
         clipped = (tf.cast(tf.abs(rhos - 1.0) > self.clip_epsilon, tf.float32) if self.clip_epsilon
                    else tf.zeros_like(rhos))

@@ -446,30 +446,6 @@ def test_an_entropy_floor_weighs_only_the_shortfall_below_it_and_raises_a_narrow
     assert entropies[0] < entropies[1] < entropies[2]
 
 
-def test_a_per_step_entropy_floor_weighs_each_steps_shortfall_that_the_batchs_mean_hides():
-    """entropy_floor_scope='step': with the floor at the batch's mean entropy the batch's shortfall is 0
-    but the steps below it still count; with the floor above every step both scopes give floor - mean."""
-    import tensorflow as tf
-
-    from learner.agents.vtrace.training import VTraceLoss
-    rng = np.random.default_rng(12)
-    agent = ActorCriticNetwork(3, (4, 1), "float32", torso="mlp")
-    tensors = {k: tf.constant(v) for k, v in random_unrolls(rng, 4, 6, (4, 1), "float32", 3, agent.state_size).items()}
-    plain, metrics, _ = VTraceLoss(entropy_cost=0.0)(agent, tensors)
-    mean_entropy = -float(metrics["loss/entropy"])
-
-    def floor_term(floor, scope):
-        loss = VTraceLoss(entropy_cost=0.0, entropy_floor=floor, entropy_floor_cost=1.0, entropy_floor_scope=scope)
-        return float(loss(agent, tensors)[0] - plain)
-
-    assert floor_term(mean_entropy, "batch") == pytest.approx(0.0, abs=1e-6)
-    assert floor_term(mean_entropy, "step") > 1e-4
-    for scope in ("batch", "step"):
-        np.testing.assert_allclose(floor_term(5.0, scope), 5.0 - mean_entropy, rtol=1e-4)
-    with pytest.raises(ValueError, match="entropy_floor_scope 'steps'; use one of"):
-        VTraceLoss(entropy_floor_scope="steps")
-
-
 def test_a_batch_advantage_scale_is_the_whole_batchs_deviation_under_the_stored_values_in_every_minibatch():
     """advantage_scale='batch': the deviation of the advantages the behaviour values give (rho = 1,
     lambda-returns by hand here) rides along the batch, and the loss divides by it instead of the
